@@ -1,0 +1,1 @@
+#include "topk_backends.h"

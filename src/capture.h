@@ -1,0 +1,98 @@
+/* Capture files: an append-only sequence of self-contained records, one per top-k call.
+ * The byte layout is specified in docs/FORMAT.md; this is the in-memory form. */
+#ifndef DSATOPK_CAPTURE_H
+#define DSATOPK_CAPTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* Hard limits checked before any allocation (docs/FORMAT.md "Limits"). */
+#define CAPTURE_MAX_ROWS (1u << 24)
+#define CAPTURE_MAX_ROW_STRIDE ((uint64_t)INT32_MAX)
+#define CAPTURE_MAX_K (1u << 20)
+#define CAPTURE_MAX_PAYLOAD_BYTES ((uint64_t)64 << 30)
+#define CAPTURE_MAX_METADATA_BYTES ((uint64_t)16 << 20)
+
+/* One top-k call. All arrays are owned by the record (record_free releases them). Row b's
+ * window is scores[b * row_stride + start, ... + start + lengths[b]) where start is
+ * row_starts[b] when row_starts is present and 0 otherwise; indices are relative to the window
+ * start. */
+struct capture_record {
+    uint32_t rows;       /* B */
+    uint32_t k;
+    uint64_t row_stride; /* elements between the starts of consecutive rows, >= every window end */
+    float *scores;       /* rows * row_stride */
+    int32_t *lengths;    /* rows */
+    int32_t *row_starts; /* rows, or NULL */
+
+    /* Optional page table: translated = page_table[b * page_table_cols +
+     * page_table_row_starts[b] + idx / page_size] * page_size + idx % page_size. */
+    uint32_t page_size;               /* 0: no page table; else a power of two */
+    uint64_t page_table_cols;         /* entries per row of page_table */
+    int32_t *page_table;              /* rows * page_table_cols, or NULL */
+    int32_t *page_table_row_starts;   /* rows, or NULL (then all zero) */
+
+    /* Optional: what the serving kernel selected, rows * k, in the output space (translated when
+     * a page table is present), -1 padded. */
+    int32_t *engine_indices;
+
+    char *metadata_json; /* NUL-terminated JSON object text, never NULL after a read ("{}") */
+
+    /* Where the record came from; filled by capture_read_record, ignored by the writer. */
+    uint32_t index;               /* 0-based position in its file */
+    uint64_t file_offset;         /* byte offset of the record header in its file */
+    uint64_t stored_payload_bytes;
+    bool compressed;
+    uint8_t payload_sha256[32];   /* of the stored payload bytes */
+};
+
+enum capture_read_state {
+    CAPTURE_READ_OK = 0,
+    CAPTURE_READ_END,       /* clean end of file after the last complete record */
+    CAPTURE_READ_TRUNCATED, /* the file ends inside a record (writer killed mid-append) */
+    CAPTURE_READ_CORRUPT,   /* bad magic, header checksum, payload hash, or inconsistent sizes */
+};
+
+struct capture_reader;
+
+int capture_open(struct capture_reader **reader, const char *path, struct audit_error *err);
+void capture_close(struct capture_reader *reader);
+
+/* Reads the next record. Returns 1 with *record filled, 0 at a clean end of file, or a negative
+ * code (AUDIT_EDATA for truncated/corrupt, AUDIT_EIO, AUDIT_ENOMEM) with err naming the file,
+ * record index and byte offset. After an error the reader stops; records already returned stay
+ * valid. capture_reader_state() tells truncated from corrupt. */
+int capture_read_record(struct capture_reader *reader, struct capture_record *record,
+                        struct audit_error *err);
+enum capture_read_state capture_reader_state(const struct capture_reader *reader);
+const char *capture_reader_path(const struct capture_reader *reader);
+
+/* Checks the record's internal consistency (sizes, windows inside the stride, page-table
+ * entries present for every window, k range). Used by the reader and the writer. */
+int capture_record_validate(const struct capture_record *record, struct audit_error *err);
+
+/* Appends one record to path (created if missing) with a single write followed by fsync, so a
+ * writer killed mid-append leaves at worst one truncated last record. compress: zlib the payload. */
+int capture_append_record(const char *path, const struct capture_record *record, bool compress,
+                          struct audit_error *err);
+
+
+void capture_record_free(struct capture_record *record);
+
+/* Deep copy (used by extract and tests). */
+int capture_record_copy(struct capture_record *dst, const struct capture_record *src,
+                        struct audit_error *err);
+
+/* Window of row b (pointer to its first score) and its start offset. */
+static inline int32_t capture_row_start(const struct capture_record *record, uint32_t b)
+{
+    return record->row_starts ? record->row_starts[b] : 0;
+}
+static inline const float *capture_row_window(const struct capture_record *record, uint32_t b)
+{
+    return record->scores + (uint64_t)b * record->row_stride + capture_row_start(record, b);
+}
+
+#endif

@@ -1,0 +1,43 @@
+/* The command table: one file per command (src/cmd_*.c), one line each in src/main.c. */
+#ifndef DSATOPK_CLI_H
+#define DSATOPK_CLI_H
+
+#include <stdio.h>
+
+struct cli_command {
+    const char *name;
+    const char *summary;  /* one line for `dsatopk-audit help` */
+    const char *usage;    /* full text for `dsatopk-audit help NAME` and `NAME --help` */
+    /* argv[0] is the command name; returns a documented exit code (src/error.h). */
+    int (*run)(int argc, char **argv);
+};
+
+extern const struct cli_command cmd_inspect, cmd_census, cmd_synth, cmd_devices, cmd_run;
+
+/* Options given before the command name (and accepted by the commands that use them). */
+struct cli_globals {
+    unsigned long long emulate_smem_per_sm; /* 0: use what the device reports */
+};
+extern struct cli_globals cli_globals;
+
+/* Prints "dsatopk-audit NAME: message" to stderr and returns EXIT_USAGE. */
+int cli_usage_error(const struct cli_command *command, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prints the command's usage text to out. */
+void cli_print_usage(const struct cli_command *command, FILE *out);
+
+/* Parses a comma-separated list of unsigned integers (e.g. "512,1024,2048") into values
+ * (at most capacity). Returns the count, or -1 on a malformed list. */
+int cli_parse_uint_list(const char *text, unsigned long long *values, int capacity);
+
+/* Parses an unsigned integer option value; returns 0 or -1 (not a number, out of range). */
+int cli_parse_uint(const char *text, unsigned long long max, unsigned long long *value);
+
+/* The tool version and git revision, e.g. "0.1.0 (g1a2b3c4)". */
+const char *cli_version(void);
+
+/* The command line as one string, for report context blocks. */
+const char *cli_command_line(void);
+
+#endif

@@ -1,0 +1,29 @@
+/* cJSON helpers shared by every command that writes JSON: numbers that never become NaN or
+ * Infinity tokens, 64-bit counts, and atomic writes (temporary file, fsync, rename). */
+#ifndef DSATOPK_JSON_UTIL_H
+#define DSATOPK_JSON_UTIL_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+
+/* Adds a number; NaN and +-inf become null (JSON has no token for them). */
+cJSON *json_add_number(cJSON *object, const char *name, double value);
+/* Adds a float as a number (null when not finite) and its bits as "NAME_bits": "0x........",
+ * so -0.0, NaN payloads and infinities survive the trip through JSON. */
+void json_add_float_exact(cJSON *object, const char *name, float value);
+cJSON *json_add_u64(cJSON *object, const char *name, uint64_t value);
+cJSON *json_add_hex(cJSON *object, const char *name, const uint8_t *bytes, size_t size);
+
+/* Writes text to path atomically: path.tmp.PID, fsync, rename. "-" writes to stdout. */
+int json_write_text_atomic(const char *path, const char *text, struct audit_error *err);
+/* Prints json (formatted) and writes it atomically to path. */
+int json_write_file(const char *path, const cJSON *json, struct audit_error *err);
+
+/* Reads and parses a whole JSON file; AUDIT_EDATA names the file and the byte where parsing
+ * stopped. */
+int json_read_file(const char *path, cJSON **json_out, struct audit_error *err);
+
+#endif

@@ -1,0 +1,176 @@
+/* dsatopk-audit: a thin command-line front over the library in src/ and kernels/.
+ * Each command lives in its own src/cmd_*.c; this file only dispatches and prints help. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "error.h"
+#include "hash.h"
+#include "version.h"
+
+static const struct cli_command *const command_table[] = {
+    &cmd_run,
+    &cmd_census,
+    &cmd_inspect,
+    &cmd_synth,
+    &cmd_devices,
+    NULL,
+};
+
+struct cli_globals cli_globals;
+static char command_line[4096];
+
+const char *cli_version(void)
+{
+    return DSATOPK_VERSION " (" DSATOPK_GIT_REVISION ")";
+}
+
+const char *cli_command_line(void)
+{
+    return command_line;
+}
+
+static void remember_command_line(int argc, char **argv)
+{
+    size_t used = 0;
+    for (int i = 0; i < argc && used + 1 < sizeof(command_line); i++) {
+        int n = snprintf(command_line + used, sizeof(command_line) - used, "%s%s", i ? " " : "",
+                         argv[i]);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    if (used >= sizeof(command_line))
+        command_line[sizeof(command_line) - 1] = '\0';
+}
+
+int cli_usage_error(const struct cli_command *command, const char *format, ...)
+{
+    va_list args;
+    fprintf(stderr, "dsatopk-audit %s: ", command ? command->name : "");
+    va_start(args, format);
+    vfprintf(stderr, format, args);
+    va_end(args);
+    fprintf(stderr, "\n(see: dsatopk-audit help %s)\n", command ? command->name : "");
+    return EXIT_USAGE;
+}
+
+void cli_print_usage(const struct cli_command *command, FILE *out)
+{
+    fprintf(out, "dsatopk-audit %s: %s\n\n%s", command->name, command->summary, command->usage);
+}
+
+int cli_parse_uint(const char *text, unsigned long long max, unsigned long long *value)
+{
+    if (!text || !*text || *text == '-' || *text == '+')
+        return -1;
+    char *end = NULL;
+    unsigned long long parsed = strtoull(text, &end, 10);
+    if (*end != '\0' || parsed > max)
+        return -1;
+    *value = parsed;
+    return 0;
+}
+
+int cli_parse_uint_list(const char *text, unsigned long long *values, int capacity)
+{
+    int count = 0;
+    const char *p = text;
+    if (!text || !*text)
+        return -1;
+    while (*p) {
+        char item[32];
+        size_t n = strcspn(p, ",");
+        if (n == 0 || n >= sizeof(item) || count >= capacity)
+            return -1;
+        memcpy(item, p, n);
+        item[n] = '\0';
+        if (cli_parse_uint(item, 0xFFFFFFFFull, &values[count]) < 0)
+            return -1;
+        count++;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return count;
+}
+
+static const struct cli_command *find_command(const char *name)
+{
+    for (int i = 0; command_table[i]; i++)
+        if (strcmp(command_table[i]->name, name) == 0)
+            return command_table[i];
+    return NULL;
+}
+
+static void print_help(FILE *out)
+{
+    fprintf(out,
+            "usage: dsatopk-audit [--emulate-smem-per-sm BYTES] <command> [options]\n"
+            "       dsatopk-audit help <command> | --help | --version\n\n"
+            "A determinism auditor and replay tool for DSA top-k selection kernels.\n\n"
+            "commands:\n");
+    for (int i = 0; command_table[i]; i++)
+        fprintf(out, "  %-10s %s\n", command_table[i]->name, command_table[i]->summary);
+    fprintf(out, "\nexit codes: 0 ok, 1 audit or gate failure, 2 usage error, 3 bad input data,\n"
+                 "            4 device or runtime failure\n");
+}
+
+int main(int argc, char **argv)
+{
+    remember_command_line(argc, argv);
+    if (hash_init() != 0) {
+        fprintf(stderr, "dsatopk-audit: libsodium failed to initialise\n");
+        return EXIT_DEVICE;
+    }
+    static const struct option global_options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { "emulate-smem-per-sm", required_argument, NULL, 'E' },
+        { NULL, 0, NULL, 0 },
+    };
+    int option;
+    /* "+": stop at the first non-option, the command name. */
+    while ((option = getopt_long(argc, argv, "+hV", global_options, NULL)) != -1) {
+        switch (option) {
+        case 'h': print_help(stdout); return EXIT_AUDIT_OK;
+        case 'V': printf("dsatopk-audit %s\n", cli_version()); return EXIT_AUDIT_OK;
+        case 'E':
+            if (cli_parse_uint(optarg, 1ull << 32, &cli_globals.emulate_smem_per_sm) < 0)
+                return cli_usage_error(NULL, "--emulate-smem-per-sm: '%s' is not a byte count",
+                                       optarg);
+            break;
+        default: print_help(stderr); return EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        print_help(stderr);
+        return EXIT_USAGE;
+    }
+    const char *name = argv[optind];
+    if (strcmp(name, "help") == 0) {
+        if (optind + 1 >= argc) {
+            print_help(stdout);
+            return EXIT_AUDIT_OK;
+        }
+        const struct cli_command *command = find_command(argv[optind + 1]);
+        if (!command) {
+            fprintf(stderr, "dsatopk-audit: no command '%s'\n", argv[optind + 1]);
+            return EXIT_USAGE;
+        }
+        cli_print_usage(command, stdout);
+        return EXIT_AUDIT_OK;
+    }
+    const struct cli_command *command = find_command(name);
+    if (!command) {
+        fprintf(stderr, "dsatopk-audit: no command '%s' (see: dsatopk-audit --help)\n", name);
+        return EXIT_USAGE;
+    }
+    int command_argc = argc - optind;
+    char **command_argv = argv + optind;
+    optind = 0; /* reset getopt for the command's own parsing (glibc: 0 reinitialises) */
+    return command->run(command_argc, command_argv);
+}

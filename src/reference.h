@@ -1,0 +1,56 @@
+/* The CPU reference top-k: the oracle every backend is compared with (docs/REFERENCE.md).
+ *
+ * Canonical definition: candidates are the row's window minus exact -inf entries. They are
+ * ranked by the IEEE-754 total order of the float bits, descending: +NaN (any payload) ranks
+ * above +inf, -NaN below every other candidate, +0.0 above -0.0. Equal bit patterns rank by
+ * smaller index first. The output is the first min(k, candidates) of that ranking as int32
+ * window-relative indices, then -1 padding up to k. */
+#ifndef DSATOPK_REFERENCE_H
+#define DSATOPK_REFERENCE_H
+
+#include <stdint.h>
+
+#include "capture.h"
+#include "error.h"
+
+/* Order-preserving unsigned key of a float's bits under the total order above: a larger key
+ * ranks first. Exact -inf has key 0x007FFFFF. */
+static inline uint32_t topk_order_key(float value)
+{
+    union { float f; uint32_t u; } bits = { .f = value };
+    return (bits.u & 0x80000000u) ? ~bits.u : (bits.u | 0x80000000u);
+}
+
+#define TOPK_NEG_INF_BITS 0xFF800000u
+
+/* Per-thread scratch so that repeated rows allocate nothing; sized on first use. */
+struct topk_scratch {
+    uint32_t *keys;
+    int32_t *indices;
+    size_t capacity;
+};
+
+void topk_scratch_free(struct topk_scratch *scratch);
+
+/* One row: out receives k indices (canonical order, -1 padded). Returns the number of real
+ * (non -1) entries, or a negative code on allocation failure. */
+int64_t topk_reference_row(const float *window, int32_t length, uint32_t k, int32_t *out,
+                           struct topk_scratch *scratch);
+
+/* A whole record with its k (k_override > 0 replaces record->k). out: rows * k window-relative
+ * indices; when the record has a page table, out receives translated indices and raw_out (if
+ * not NULL) the window-relative ones, both -1 padded alike. */
+int topk_reference_record(const struct capture_record *record, uint32_t k_override, int32_t *out,
+                          int32_t *raw_out, struct audit_error *err);
+
+/* Page-table translation of one window-relative index (idx >= 0). */
+static inline int32_t topk_translate_index(const struct capture_record *record, uint32_t b,
+                                           int32_t idx)
+{
+    int64_t start = record->page_table_row_starts ? record->page_table_row_starts[b] : 0;
+    int64_t page = record->page_table[(uint64_t)b * record->page_table_cols + start +
+                                      idx / (int32_t)record->page_size];
+    return (int32_t)(page * record->page_size + idx % (int32_t)record->page_size);
+}
+
+#endif
