@@ -1,10 +1,34 @@
-#include "topk_backends.h"
+/* The backend table: adding a backend is one .cu file and one line here (docs/BACKENDS.md). */
 #include <string.h>
-const struct topk_backend *const topk_backend_table[] = { NULL };
+
+#include "topk_backends.h"
+
+extern const struct topk_backend topk_backend_radix, topk_backend_filtered,
+    topk_backend_filtered_det, topk_backend_bitonic, topk_backend_sort;
+
+const struct topk_backend *const topk_backend_table[] = {
+    &topk_backend_radix,        /* models sgl-kernel fast_topk_v2 */
+    &topk_backend_filtered,     /* models FlashInfer FilteredTopK, tie-break none */
+    &topk_backend_filtered_det, /* FilteredTopK deterministic mode, tie-break small */
+    &topk_backend_bitonic,      /* ours: deterministic, canonical order */
+    &topk_backend_sort,         /* CUB segmented radix sort baseline */
+    NULL,
+};
+
 const struct topk_backend *topk_backend_find(const char *name)
 {
     for (int i = 0; topk_backend_table[i]; i++)
         if (strcmp(topk_backend_table[i]->name, name) == 0)
             return topk_backend_table[i];
     return NULL;
+}
+
+const char *topk_determinism_name(enum topk_determinism level)
+{
+    switch (level) {
+    case TOPK_NOT_GUARANTEED: return "not_guaranteed";
+    case TOPK_RUN_TO_RUN: return "run_to_run";
+    case TOPK_GPU_TO_GPU: return "gpu_to_gpu";
+    }
+    return "unknown";
 }

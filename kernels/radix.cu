@@ -1,1 +1,15 @@
 #include "topk_backends.h"
+#include <cstdio>
+
+/* placeholder until the real backend lands */
+static int placeholder_supports_radix(const struct gpu_device_info *device, const struct topk_shape *shape,
+                                char *reason, size_t reason_bytes)
+{
+    (void)device; (void)shape;
+    snprintf(reason, reason_bytes, "not built yet");
+    return 0;
+}
+extern "C" const struct topk_backend topk_backend_radix = {
+    "radix", "placeholder", TOPK_NOT_GUARANTEED, false, false, false, false, "",
+    placeholder_supports_radix, NULL, NULL,
+};
