@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Bundles what the GPU machine needs into device-bundle/ (ignored by git): the binary, the GPU
+# test programs, benchmarks and Debian's libcjson.so.1 (the GPU machine has no cJSON; libsodium
+# is linked statically). Prints the `carry` list for the device tool.
+# Usage: scripts/device-bundle.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build}
+ninja -C "$build_dir" >/dev/null
+rm -rf device-bundle
+mkdir -p device-bundle/bin device-bundle/lib
+cp "$build_dir/src/dsatopk-audit" device-bundle/bin/
+for program in "$build_dir"/tests/test_gpu_* "$build_dir"/tests/bench_*; do
+    [ -x "$program" ] && [ -f "$program" ] && cp "$program" device-bundle/bin/
+done
+cjson=$(ldconfig -p | awk '/libcjson.so.1 /{print $NF; exit}')
+cp -L "$cjson" device-bundle/lib/libcjson.so.1
+cat > device-bundle/env.sh <<'ENV'
+# Source on the GPU machine from the repository root.
+export LD_LIBRARY_PATH="$PWD/device-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$PWD/device-bundle/bin:$PATH"
+ENV
+du -sh device-bundle >&2
+echo '["device-bundle"]'

@@ -1,0 +1,65 @@
+/* Contract checks of one top-k output against the reference (docs/REPORT.md "violations").
+ *
+ * checks_prepare() computes, once per record and k, what every check needs (the reference
+ * output, each row's candidate count, boundary key and how many candidates rank above it);
+ * checks_output() then costs O(rows * k) per output with no sorting of scores. */
+#ifndef DSATOPK_CHECKS_H
+#define DSATOPK_CHECKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "capture.h"
+#include "error.h"
+
+enum check_kind {
+    CHECK_SHORT = 0,       /* -1 where the row still had unselected candidates */
+    CHECK_DUPLICATE,       /* an index appears twice in a row */
+    CHECK_OUT_OF_RANGE,    /* index < -1 or >= length, or a selected exact -inf */
+    CHECK_WRONG_SET,       /* selected-score multiset differs from the reference's */
+    CHECK_TIE_RULE,        /* boundary ties not the smallest indices (backends that claim it) */
+    CHECK_ORDER,           /* order not canonical / not index-ascending (backends that claim it) */
+    CHECK_PADDING,         /* a real index after a -1, or -1 not at the end */
+    CHECK_PAGE_TRANSLATION,/* translated index differs from the page table's translation of raw */
+    CHECK_RAW_MISALIGNED,  /* raw and translated outputs disagree on which slots are -1 */
+    CHECK_KIND_COUNT
+};
+
+const char *check_kind_name(enum check_kind kind); /* "short", "duplicate", ... */
+
+/* What the backend promises (from its backend-table entry). */
+struct check_claims {
+    bool smallest_index_ties;
+    bool canonical_order;
+    bool index_ascending;
+};
+
+struct check_counts {
+    uint64_t violations[CHECK_KIND_COUNT]; /* rows showing each kind */
+    uint64_t rows_with_violation;
+    bool equals_reference;                 /* byte-identical to the reference output */
+};
+
+struct check_context {
+    const struct capture_record *record;
+    uint32_t rows, k;
+    int32_t *reference;       /* rows * k: reference output (translated when paged) */
+    int32_t *reference_raw;   /* rows * k: window-relative reference, or NULL without pages */
+    int64_t *candidates;      /* per row: window minus exact -inf */
+    uint32_t *boundary_key;   /* per row: topk_order_key of the k-th ranked (when > k cands) */
+    int64_t *above;           /* per row: candidates ranking strictly above the boundary */
+    uint8_t *seen;            /* scratch: per-index marks for the duplicate check */
+    size_t seen_bytes;
+};
+
+int checks_prepare(struct check_context *context, const struct capture_record *record, uint32_t k,
+                   struct audit_error *err);
+void checks_release(struct check_context *context);
+
+/* Checks one output (rows * k, translated when paged) and its raw indices (NULL when the record
+ * has no page table). row_flags, if not NULL, receives per row a bitmask of (1 << check_kind). */
+int checks_output(struct check_context *context, const int32_t *out, const int32_t *raw_out,
+                  const struct check_claims *claims, struct check_counts *counts,
+                  uint32_t *row_flags, struct audit_error *err);
+
+#endif
