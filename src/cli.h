@@ -12,7 +12,8 @@ struct cli_command {
     int (*run)(int argc, char **argv);
 };
 
-extern const struct cli_command cmd_inspect, cmd_census, cmd_synth, cmd_devices, cmd_run;
+extern const struct cli_command cmd_inspect, cmd_census, cmd_synth, cmd_devices, cmd_run,
+    cmd_import, cmd_diff, cmd_extract;
 
 /* Options given before the command name (and accepted by the commands that use them). */
 struct cli_globals {

@@ -17,6 +17,9 @@ static const struct cli_command *const command_table[] = {
     &cmd_inspect,
     &cmd_synth,
     &cmd_devices,
+    &cmd_diff,
+    &cmd_extract,
+    &cmd_import,
     NULL,
 };
 
