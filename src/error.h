@@ -9,6 +9,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum audit_status {
     AUDIT_OK = 0,
     AUDIT_EUSAGE = -2,       /* bad option or argument (exit 2) */
@@ -53,5 +57,9 @@ int audit_exit_code(int status);
 
 /* A short, stable name for a status code ("bad_input", "device", ...). */
 const char *audit_status_name(int status);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

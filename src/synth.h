@@ -1,5 +1,5 @@
 /* Synthetic captures of documented families from a seed, with a portable generator: the same
- * bytes on every machine (docs/FORMAT.md "Synthetic families"). */
+ * bytes on every machine (docs/SYNTH.md). */
 #ifndef DSATOPK_SYNTH_H
 #define DSATOPK_SYNTH_H
 
