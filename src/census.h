@@ -1,5 +1,5 @@
 /* Score census: what the scores say about how determined a top-k selection is, before any
- * kernel runs (docs/REPORT.md "census"). */
+ * kernel runs (docs/REFERENCE.md). */
 #ifndef DSATOPK_CENSUS_H
 #define DSATOPK_CENSUS_H
 
@@ -41,7 +41,7 @@ uint8_t census_coarse_bin(float value);
 int census_row_compute(const float *window, int32_t length, uint32_t k, struct census_row *out);
 
 /* Census of a whole record for every k in ks (k == 0 entries mean the record's own k), as a
- * cJSON object (schema in docs/REPORT.md). rows_out, if not NULL, receives a malloc'ed array of
+ * cJSON object (schema in docs/REFERENCE.md "Record census (JSON)"). rows_out, if not NULL, receives a malloc'ed array of
  * record->rows census_row for ks[0] (the caller frees it). */
 int census_record_json(const struct capture_record *record, const uint32_t *ks, size_t k_count,
                        struct cJSON **json_out, struct census_row **rows_out,

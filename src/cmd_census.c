@@ -1,5 +1,465 @@
-/* placeholder: being written */
+/* census: per record and k, how determined the top-k selection of the captured scores is
+ * (tie sets at the boundary, exact-zero plateaus, gaps, predicted staging overflow), before any
+ * kernel runs. The numbers come from census_record_json (src/census.c); this file reads the
+ * captures, assembles one document (schema "dsatopk-audit/census", version 1, described in
+ * docs/REFERENCE.md) and renders it as JSON or as a table. */
+#include <getopt.h>
+#include <glob.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "capture.h"
+#include "census.h"
 #include "cli.h"
 #include "error.h"
-static int run_census(int argc, char **argv) { (void)argc; (void)argv; return EXIT_DEVICE; }
-const struct cli_command cmd_census = { "census", "(being written)", "", run_census };
+#include "json_util.h"
+
+#define CENSUS_SCHEMA "dsatopk-audit/census"
+#define CENSUS_SCHEMA_VERSION 1
+#define RECORD_HEADER_BYTES 72 /* docs/FORMAT.md: where the next record starts */
+#define MAX_KS 64
+#define MAX_SELECTED_RECORDS 4096
+#define DEFAULT_CAPTURE_PATTERN "captures/*.bin"
+
+static const char census_usage[] =
+    "usage: dsatopk-audit census [--k LIST] [--format json|table] [-o FILE] [--records LIST]\n"
+    "                            [CAPTURE...]\n"
+    "\n"
+    "For every record and every k: rows, the fraction of exact 0.0 scores, counts of -inf, NaN\n"
+    "and subnormals; per row the k-th (boundary) value, its tie-set size, how many rank strictly\n"
+    "above it, whether the selection is underdetermined (the tie set straddles the boundary),\n"
+    "whether the boundary is 0.0, the gap to the (k+1)-th value, and the predicted staging\n"
+    "overflow of the radix-select kernels (candidates in the boundary's fp16-top-byte bin above\n"
+    "4096 or 16384); aggregated as median/p90/max of the tie sets, min/median/p90 of the gaps and\n"
+    "counts of rows. Definitions: docs/REFERENCE.md. Without CAPTURE, every captures/*.bin.\n"
+    "\n"
+    "options:\n"
+    "  -k, --k LIST          comma-separated k values; 0 means each record's own k\n"
+    "                        (default 512,1024,2048,0; repeated values are taken once)\n"
+    "  -f, --format FORMAT   json (default; schema dsatopk-audit/census, version 1) or table\n"
+    "                        (one line per record and k)\n"
+    "  -o, --output FILE     write to FILE (atomically) instead of stdout\n"
+    "  -r, --records LIST    only these record indices (comma-separated, 0-based) of each file\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "A truncated or corrupt capture: the records before the damage are reported, the file and\n"
+    "record are named on stderr, and the exit code is 3.\n"
+    "exit codes: 0 ok; 2 usage error; 3 a capture is missing, unreadable, truncated or corrupt;\n"
+    "            4 out of memory\n";
+
+enum output_format { FORMAT_JSON, FORMAT_TABLE };
+
+struct census_options {
+    enum output_format format;
+    const char *output_path; /* "-": stdout */
+    uint32_t ks[MAX_KS];
+    size_t k_count;
+    unsigned long long records[MAX_SELECTED_RECORDS];
+    int record_count; /* 0: every record */
+};
+
+/* The worst thing met while reading, for the exit status. */
+struct census_totals {
+    uint64_t files, records;
+    int worst_status; /* 0, or the AUDIT_E* code that maps to the highest exit code */
+};
+
+static void note_status(struct census_totals *totals, int status)
+{
+    if (status != AUDIT_OK && audit_exit_code(status) > audit_exit_code(totals->worst_status))
+        totals->worst_status = status;
+}
+
+static bool record_selected(const struct census_options *options, uint32_t index)
+{
+    if (options->record_count == 0)
+        return true;
+    for (int i = 0; i < options->record_count; i++)
+        if (options->records[i] == index)
+            return true;
+    return false;
+}
+
+static const char *read_state_name(int status, const struct capture_reader *reader)
+{
+    if (status == AUDIT_ENOMEM)
+        return "out_of_memory";
+    if (status == AUDIT_EDATA && reader) {
+        switch (capture_reader_state(reader)) {
+        case CAPTURE_READ_TRUNCATED: return "truncated";
+        case CAPTURE_READ_CORRUPT: return "corrupt";
+        default: return "bad_record";
+        }
+    }
+    return "unreadable";
+}
+
+/* Reads one capture and takes the census of its selected records. Problems go to stderr as
+ * they are found and into the file's "status"/"error" fields. Returns NULL only when out of
+ * memory. */
+static cJSON *census_file(const char *path, const struct census_options *options,
+                          struct census_totals *totals)
+{
+    struct capture_reader *reader = NULL;
+    struct audit_error err = { 0 };
+    uint32_t next_index = 0;
+    uint64_t next_offset = 0;
+    bool failed_in_census = false;
+    bool seen[MAX_SELECTED_RECORDS] = { false };
+    cJSON *file = cJSON_CreateObject();
+    cJSON *records = cJSON_CreateArray();
+    if (!file || !records) {
+        cJSON_Delete(file);
+        cJSON_Delete(records);
+        return NULL;
+    }
+    totals->files++;
+    cJSON_AddStringToObject(file, "path", path);
+
+    int status = capture_open(&reader, path, &err);
+    while (status == AUDIT_OK) {
+        struct capture_record record;
+        int result = capture_read_record(reader, &record, &err);
+        if (result <= 0) {
+            status = result;
+            break;
+        }
+        next_index = record.index + 1;
+        next_offset = record.file_offset + RECORD_HEADER_BYTES + record.stored_payload_bytes;
+        if (record_selected(options, record.index)) {
+            for (int i = 0; i < options->record_count; i++)
+                seen[i] |= options->records[i] == record.index;
+            cJSON *item = NULL;
+            status = census_record_json(&record, options->ks, options->k_count, &item, NULL, &err);
+            if (status == AUDIT_OK) {
+                cJSON_AddItemToArray(records, item);
+                totals->records++;
+            } else {
+                audit_error_prefix(&err, "%s", path);
+                failed_in_census = true;
+                next_index = record.index; /* the record at fault */
+                next_offset = record.file_offset;
+            }
+        }
+        capture_record_free(&record);
+    }
+
+    if (status < 0) {
+        const char *kind = failed_in_census ? audit_status_name(status)
+                                            : read_state_name(status, reader);
+        note_status(totals, status);
+        fprintf(stderr, "dsatopk-audit census: %s\n", err.message);
+        if (reader)
+            fprintf(stderr, "dsatopk-audit census: %s: reported the records before record %" PRIu32
+                    " (byte %" PRIu64 ")\n", path, next_index, next_offset);
+        cJSON_AddStringToObject(file, "status", kind);
+        cJSON *error = cJSON_AddObjectToObject(file, "error");
+        if (error) {
+            if (reader) {
+                json_add_u64(error, "record", next_index);
+                json_add_u64(error, "offset_bytes", next_offset);
+            }
+            cJSON_AddStringToObject(error, "kind", kind);
+            cJSON_AddStringToObject(error, "message", err.message);
+        }
+    } else {
+        cJSON_AddStringToObject(file, "status", "ok");
+        cJSON_AddNullToObject(file, "error");
+        for (int i = 0; i < options->record_count; i++)
+            if (!seen[i])
+                fprintf(stderr, "dsatopk-audit census: %s: no record %llu (the file has %" PRIu32
+                        ")\n", path, options->records[i], next_index);
+    }
+    json_add_u64(file, "record_count", (uint64_t)cJSON_GetArraySize(records));
+    cJSON_AddItemToObject(file, "records", records);
+    capture_close(reader);
+    return file;
+}
+
+/* ---- table ---- */
+
+static double number_at(const cJSON *object, const char *name)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, name);
+    return cJSON_IsNumber(item) ? item->valuedouble : NAN;
+}
+
+/* A count as an integer, "-" when absent (null). */
+static const char *format_count(char *buffer, size_t size, double value)
+{
+    if (isnan(value))
+        snprintf(buffer, size, "-");
+    else
+        snprintf(buffer, size, "%.0f", value);
+    return buffer;
+}
+
+static const char *format_gap(char *buffer, size_t size, double value)
+{
+    if (isnan(value))
+        snprintf(buffer, size, "-");
+    else
+        snprintf(buffer, size, "%.3g", value);
+    return buffer;
+}
+
+static void print_table(FILE *out, const cJSON *document)
+{
+    const cJSON *file;
+    cJSON_ArrayForEach(file, cJSON_GetObjectItemCaseSensitive(document, "files")) {
+        const cJSON *records = cJSON_GetObjectItemCaseSensitive(file, "records");
+        fprintf(out, "# %s: %d records, %s\n",
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, "path")),
+                cJSON_GetArraySize(records),
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, "status")));
+        if (cJSON_GetArraySize(records) > 0)
+            fprintf(out, "%6s %7s %6s %7s %17s %9s %9s %9s %9s %19s\n", "record", "k", "rows",
+                    "zero%", "tie med/p90/max", "underdet", "zero-bnd", "ovf>4096", "ovf>16384",
+                    "gap min/median");
+        const cJSON *record;
+        cJSON_ArrayForEach(record, records) {
+            const cJSON *entry;
+            cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(record, "census")) {
+                const cJSON *ties = cJSON_GetObjectItemCaseSensitive(entry, "tie_set");
+                const cJSON *gap = cJSON_GetObjectItemCaseSensitive(entry, "gap");
+                char tie_text[48], gap_text[48], a[16], b[16], c[16];
+                double zero_fraction = number_at(entry, "zero_fraction");
+                snprintf(tie_text, sizeof(tie_text), "%s/%s/%s",
+                         format_count(a, sizeof(a), number_at(ties, "median")),
+                         format_count(b, sizeof(b), number_at(ties, "p90")),
+                         format_count(c, sizeof(c), number_at(ties, "max")));
+                snprintf(gap_text, sizeof(gap_text), "%s/%s",
+                         format_gap(a, sizeof(a), number_at(gap, "min")),
+                         format_gap(b, sizeof(b), number_at(gap, "median")));
+                char k_text[16];
+                snprintf(k_text, sizeof(k_text), "%.0f%s", number_at(entry, "k"),
+                         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(entry, "record_k")) ? "*"
+                                                                                            : "");
+                char zero_text[16];
+                if (isnan(zero_fraction))
+                    snprintf(zero_text, sizeof(zero_text), "-");
+                else
+                    snprintf(zero_text, sizeof(zero_text), "%.2f", 100.0 * zero_fraction);
+                double rows = number_at(entry, "rows");
+                static const char *const row_counts[4] = {
+                    "underdetermined_rows", "zero_boundary_rows", "radix_overflow_rows",
+                    "filtered_overflow_rows",
+                };
+                char counts[4][40];
+                for (int i = 0; i < 4; i++)
+                    snprintf(counts[i], sizeof(counts[i]), "%.0f/%.0f",
+                             number_at(entry, row_counts[i]), rows);
+                fprintf(out, "%6.0f %7s %6.0f %7s %17s %9s %9s %9s %9s %19s\n",
+                        number_at(record, "record"), k_text, rows, zero_text, tie_text, counts[0],
+                        counts[1], counts[2], counts[3], gap_text);
+            }
+        }
+        const cJSON *error = cJSON_GetObjectItemCaseSensitive(file, "error");
+        if (cJSON_IsObject(error))
+            fprintf(out, "# %s\n",
+                    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, "message")));
+    }
+    fprintf(out, "# k* is the record's own k; underdet, zero-bnd, ovf: rows/rows of the record\n");
+}
+
+static char *render(const cJSON *document, enum output_format format)
+{
+    if (format == FORMAT_JSON) {
+        char *printed = cJSON_Print(document);
+        if (!printed)
+            return NULL;
+        size_t size = strlen(printed);
+        char *text = malloc(size + 2);
+        if (text) {
+            memcpy(text, printed, size);
+            memcpy(text + size, "\n", 2);
+        }
+        cJSON_free(printed);
+        return text;
+    }
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    if (!out)
+        return NULL;
+    print_table(out, document);
+    if (fclose(out) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* ---- options ---- */
+
+static int parse_options(int argc, char **argv, struct census_options *options)
+{
+    static const struct option long_options[] = {
+        { "k", required_argument, NULL, 'k' },
+        { "format", required_argument, NULL, 'f' },
+        { "output", required_argument, NULL, 'o' },
+        { "records", required_argument, NULL, 'r' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    static const uint32_t default_ks[] = { 512, 1024, 2048, 0 };
+    unsigned long long values[MAX_KS];
+    memcpy(options->ks, default_ks, sizeof(default_ks));
+    options->k_count = sizeof(default_ks) / sizeof(default_ks[0]);
+    int option;
+    opterr = 0; /* messages come from cli_usage_error */
+    while ((option = getopt_long(argc, argv, ":k:f:o:r:h", long_options, NULL)) != -1) {
+        switch (option) {
+        case 'k': {
+            int count = cli_parse_uint_list(optarg, values, MAX_KS);
+            if (count < 0)
+                return cli_usage_error(&cmd_census,
+                                       "--k: '%s' is not a comma-separated list of at most %d "
+                                       "non-negative integers",
+                                       optarg, MAX_KS);
+            for (int i = 0; i < count; i++) {
+                if (values[i] > CAPTURE_MAX_K)
+                    return cli_usage_error(&cmd_census, "--k: %llu is above the largest k, %u",
+                                           values[i], CAPTURE_MAX_K);
+                options->ks[i] = (uint32_t)values[i];
+            }
+            options->k_count = (size_t)count;
+            break;
+        }
+        case 'f':
+            if (strcmp(optarg, "table") == 0)
+                options->format = FORMAT_TABLE;
+            else if (strcmp(optarg, "json") == 0)
+                options->format = FORMAT_JSON;
+            else
+                return cli_usage_error(&cmd_census, "--format: '%s' is not json or table", optarg);
+            break;
+        case 'o': options->output_path = optarg; break;
+        case 'r':
+            options->record_count =
+                cli_parse_uint_list(optarg, options->records, MAX_SELECTED_RECORDS);
+            if (options->record_count < 0)
+                return cli_usage_error(&cmd_census,
+                                       "--records: '%s' is not a comma-separated list of at most "
+                                       "%d record indices",
+                                       optarg, MAX_SELECTED_RECORDS);
+            break;
+        case 'h': cli_print_usage(&cmd_census, stdout); return -1;
+        case ':':
+            return cli_usage_error(&cmd_census, "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error(&cmd_census, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    return EXIT_AUDIT_OK;
+}
+
+static cJSON *context_json(void)
+{
+    cJSON *context = cJSON_CreateObject();
+    if (!context)
+        return NULL;
+    char now[32] = "";
+    time_t seconds = time(NULL);
+    struct tm utc;
+    if (gmtime_r(&seconds, &utc))
+        strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &utc);
+    cJSON_AddStringToObject(context, "tool", "dsatopk-audit");
+    cJSON_AddStringToObject(context, "tool_version", cli_version());
+    cJSON_AddStringToObject(context, "command_line", cli_command_line());
+    cJSON_AddStringToObject(context, "time_utc", now);
+    return context;
+}
+
+static int run_census(int argc, char **argv)
+{
+    struct census_options options = { .format = FORMAT_JSON, .output_path = "-" };
+    struct census_totals totals = { 0 };
+    struct audit_error err = { 0 };
+    glob_t found = { 0 };
+    bool globbed = false;
+    char *text = NULL;
+    cJSON *document = NULL;
+    int exit_code = parse_options(argc, argv, &options);
+    if (exit_code == -1)
+        return EXIT_AUDIT_OK; /* --help */
+    if (exit_code != EXIT_AUDIT_OK)
+        return exit_code;
+
+    char **paths = argv + optind;
+    size_t path_count = (size_t)(argc - optind);
+    if (path_count == 0) {
+        int globbing = glob(DEFAULT_CAPTURE_PATTERN, 0, NULL, &found);
+        globbed = true;
+        if (globbing != 0 || found.gl_pathc == 0) {
+            exit_code = cli_usage_error(&cmd_census,
+                                        "no CAPTURE given and no %s in the current directory",
+                                        DEFAULT_CAPTURE_PATTERN);
+            goto done;
+        }
+        paths = found.gl_pathv;
+        path_count = found.gl_pathc;
+    }
+
+    document = cJSON_CreateObject();
+    if (!document)
+        goto out_of_memory;
+    cJSON_AddStringToObject(document, "schema", CENSUS_SCHEMA);
+    cJSON_AddNumberToObject(document, "version", CENSUS_SCHEMA_VERSION);
+    cJSON *context = context_json();
+    if (!context)
+        goto out_of_memory;
+    cJSON_AddItemToObject(document, "context", context);
+    cJSON *ks = cJSON_AddArrayToObject(document, "ks");
+    cJSON *files = cJSON_AddArrayToObject(document, "files");
+    if (!ks || !files)
+        goto out_of_memory;
+    for (size_t i = 0; i < options.k_count; i++)
+        cJSON_AddItemToArray(ks, cJSON_CreateNumber(options.ks[i]));
+    for (size_t i = 0; i < path_count; i++) {
+        cJSON *file = census_file(paths[i], &options, &totals);
+        if (!file)
+            goto out_of_memory;
+        cJSON_AddItemToArray(files, file);
+    }
+    cJSON *summary = cJSON_AddObjectToObject(document, "summary");
+    if (!summary)
+        goto out_of_memory;
+    json_add_u64(summary, "files", totals.files);
+    json_add_u64(summary, "records", totals.records);
+    cJSON_AddStringToObject(summary, "status", audit_status_name(totals.worst_status));
+
+    text = render(document, options.format);
+    if (!text)
+        goto out_of_memory;
+    if (json_write_text_atomic(options.output_path, text, &err) != AUDIT_OK) {
+        fprintf(stderr, "dsatopk-audit census: %s\n", err.message);
+        exit_code = audit_exit_code(err.code);
+        goto done;
+    }
+    exit_code = audit_exit_code(totals.worst_status);
+    goto done;
+out_of_memory:
+    fprintf(stderr, "dsatopk-audit census: out of memory\n");
+    exit_code = EXIT_DEVICE;
+done:
+    if (globbed)
+        globfree(&found);
+    free(text);
+    cJSON_Delete(document);
+    return exit_code;
+}
+
+const struct cli_command cmd_census = {
+    .name = "census",
+    .summary = "tie sets, zero plateaus, gaps and staging overflow of captured scores",
+    .usage = census_usage,
+    .run = run_census,
+};
