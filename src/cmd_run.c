@@ -1,5 +1,810 @@
-/* placeholder: being written */
+/* run: replays every selected capture record on every selected backend, reps times, under a
+ * noisy sibling stream; writes the JSON report and prints one table line per record x backend
+ * (docs/REPORT.md). This file parses options and drives: src/replay.c does the GPU work,
+ * src/report.c the accounting, verdicts, JSON and table. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "census.h"
+#include "checks.h"
 #include "cli.h"
 #include "error.h"
-static int run_run(int argc, char **argv) { (void)argc; (void)argv; return EXIT_DEVICE; }
-const struct cli_command cmd_run = { "run", "(being written)", "", run_run };
+#include "hash.h"
+#include "json_util.h"
+#include "replay.h"
+#include "report.h"
+#include "selection.h"
+#include "topk_backends.h"
+#include "version.h"
+
+/* docs/FORMAT.md: a record is a 72-byte header followed by its stored payload, and the first
+ * record starts at byte 0; this locates the record after the last good one. */
+#define RUN_RECORD_HEADER_BYTES 72u
+#define RUN_MAX_BACKENDS 32
+#define RUN_MAX_REPS 100000ull
+#define RUN_DEFAULT_CAPTURES "captures"
+
+static const char run_usage[] =
+    "usage: dsatopk-audit run [options] [CAPTURE_OR_DIR...]\n"
+    "\n"
+    "Replays each record of each capture file (a directory means its *.bin files, sorted; no\n"
+    "argument means captures/) on each backend --reps times while a sibling stream keeps the GPU\n"
+    "busy, then checks and hashes every output against the CPU reference. Writes a JSON report\n"
+    "(docs/REPORT.md) and prints one line per record x backend. Without a GPU the census and the\n"
+    "reference hashes still run and the backends are reported unavailable.\n"
+    "\n"
+    "options:\n"
+    "  --backends LIST          comma-separated backends (default: all; see `devices`)\n"
+    "  --reps N                 replays per record x backend (default 25)\n"
+    "  --noise KIND             none, gemm (default), mem, spin or mixed\n"
+    "  --out FILE               report path, written atomically (default dsatopk-report.json;\n"
+    "                           '-' writes it to stdout and the table to stderr)\n"
+    "  --dump-outputs DIR       write each rep's output as DIR/<stem>-r<record>-<backend>-rep<NN>.bin\n"
+    "                           (raw little-endian int32 rows x k: sha256sum equals the report)\n"
+    "  --seed N                 seed of the --batch-invariance shuffles (default 0)\n"
+    "  --records LIST           only these records of each file (e.g. 0,3-5)\n"
+    "  --rows LIST              only these rows of each record (row numbers stay those of the file)\n"
+    "  --k N                    replace each record's k\n"
+    "  --device N               CUDA device ordinal (default 0)\n"
+    "  --graph                  also replay one launch captured in a CUDA graph, --reps times\n"
+    "  --batch-invariance       run each row alone and inside shuffled batches of the other rows\n"
+    "  --emulate-smem-per-sm B  pretend the device has B bytes of shared memory per SM\n"
+    "  --format table|none      terminal table (default table)\n"
+    "  --quiet                  no table, summary or progress line\n"
+    "  -h, --help               show this help\n"
+    "\n"
+    "exit codes: 0 every backend run meets its claimed level (unsupported and unavailable do not\n"
+    "            fail); 1 a backend failed its level or hit an error; 2 usage error (also a --rows\n"
+    "            row a record does not have); 3 a capture is missing, corrupt or truncated (the\n"
+    "            records before it are in the report); 4 the device failed and stopped the GPU work\n"
+    "            or the host ran out of memory\n";
+
+enum table_format { TABLE_ON, TABLE_OFF };
+
+struct run_options {
+    const struct topk_backend *backends[RUN_MAX_BACKENDS];
+    const char *backend_names[RUN_MAX_BACKENDS];
+    size_t backend_count;
+    uint32_t reps;
+    enum noise_kind noise;
+    const char *out_path;
+    const char *dump_dir;
+    uint64_t seed;
+    uint32_t *records; /* sorted, unique; NULL: all */
+    size_t record_count;
+    uint32_t *rows;    /* sorted, unique; NULL: all */
+    size_t row_count;
+    uint32_t k_override;
+    int device;
+    bool graph, batch_invariance, quiet;
+    enum table_format format;
+    unsigned long long emulate_smem_per_sm;
+};
+
+/* Everything one run carries from record to record. */
+struct run_state {
+    const struct run_options *options;
+    struct run_report report;
+    struct replay_device *device;   /* NULL: no usable device */
+    bool device_available;
+    char unavailable_reason[AUDIT_ERROR_MESSAGE_BYTES];
+    FILE *table;                    /* NULL: no table */
+    bool progress;
+    bool table_header_printed;
+    /* Outcome, folded into the exit code at the end. */
+    bool any_failure, bad_input, bad_selection, device_failed;
+    bool stopped;                   /* a fatal error ended the run early */
+    int fatal_status;
+    char stop_reason[AUDIT_ERROR_MESSAGE_BYTES];
+    /* Progress line context. */
+    const char *progress_file;
+    uint32_t progress_record;
+};
+
+enum run_option_id {
+    OPTION_BACKENDS = 256,
+    OPTION_REPS,
+    OPTION_NOISE,
+    OPTION_OUT,
+    OPTION_DUMP,
+    OPTION_SEED,
+    OPTION_RECORDS,
+    OPTION_ROWS,
+    OPTION_K,
+    OPTION_DEVICE,
+    OPTION_GRAPH,
+    OPTION_BATCH,
+    OPTION_EMULATE,
+    OPTION_FORMAT,
+    OPTION_QUIET,
+};
+
+static int parse_backends(const char *text, struct run_options *options)
+{
+    char *copy = strdup(text);
+    int status = AUDIT_OK;
+    if (!copy)
+        return cli_usage_error(&cmd_run, "out of memory parsing --backends");
+    options->backend_count = 0;
+    char *save = NULL;
+    for (char *name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        const struct topk_backend *backend = topk_backend_find(name);
+        if (!backend) {
+            char known[512] = "";
+            for (int i = 0; topk_backend_table[i]; i++) {
+                strncat(known, i ? ", " : "", sizeof(known) - strlen(known) - 1);
+                strncat(known, topk_backend_table[i]->name, sizeof(known) - strlen(known) - 1);
+            }
+            status = cli_usage_error(&cmd_run, "--backends: no backend '%s' (known: %s)", name,
+                                     known);
+            goto done;
+        }
+        for (size_t i = 0; i < options->backend_count; i++) {
+            if (options->backends[i] == backend) {
+                status = cli_usage_error(&cmd_run, "--backends: '%s' is listed twice", name);
+                goto done;
+            }
+        }
+        if (options->backend_count == RUN_MAX_BACKENDS) {
+            status = cli_usage_error(&cmd_run, "--backends: at most %d backends", RUN_MAX_BACKENDS);
+            goto done;
+        }
+        options->backends[options->backend_count] = backend;
+        options->backend_names[options->backend_count++] = backend->name;
+    }
+    if (options->backend_count == 0)
+        status = cli_usage_error(&cmd_run, "--backends: empty list");
+done:
+    free(copy);
+    return status;
+}
+
+static int parse_list_option(const char *text, const char *option, uint32_t **values,
+                             size_t *count)
+{
+    struct audit_error err = { 0 };
+    free(*values);
+    *values = NULL;
+    if (selection_parse_list(text, option, values, count, &err) < 0)
+        return cli_usage_error(&cmd_run, "%s", err.message);
+    return AUDIT_OK;
+}
+
+/* Returns 0 to run, EXIT_AUDIT_OK after --help, or EXIT_USAGE. */
+static int parse_options(int argc, char **argv, struct run_options *options, int *first_path)
+{
+    static const struct option long_options[] = {
+        { "backends", required_argument, NULL, OPTION_BACKENDS },
+        { "reps", required_argument, NULL, OPTION_REPS },
+        { "noise", required_argument, NULL, OPTION_NOISE },
+        { "out", required_argument, NULL, OPTION_OUT },
+        { "dump-outputs", required_argument, NULL, OPTION_DUMP },
+        { "seed", required_argument, NULL, OPTION_SEED },
+        { "records", required_argument, NULL, OPTION_RECORDS },
+        { "rows", required_argument, NULL, OPTION_ROWS },
+        { "k", required_argument, NULL, OPTION_K },
+        { "device", required_argument, NULL, OPTION_DEVICE },
+        { "graph", no_argument, NULL, OPTION_GRAPH },
+        { "batch-invariance", no_argument, NULL, OPTION_BATCH },
+        { "emulate-smem-per-sm", required_argument, NULL, OPTION_EMULATE },
+        { "format", required_argument, NULL, OPTION_FORMAT },
+        { "quiet", no_argument, NULL, OPTION_QUIET },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    unsigned long long value;
+    int option;
+    options->backend_count = 0;
+    for (int i = 0; topk_backend_table[i] && i < RUN_MAX_BACKENDS; i++) {
+        options->backends[options->backend_count] = topk_backend_table[i];
+        options->backend_names[options->backend_count++] = topk_backend_table[i]->name;
+    }
+    options->reps = 25;
+    options->noise = NOISE_GEMM;
+    options->out_path = "dsatopk-report.json";
+    options->format = TABLE_ON;
+    options->emulate_smem_per_sm = cli_globals.emulate_smem_per_sm;
+    while ((option = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+        switch (option) {
+        case OPTION_BACKENDS:
+            if (parse_backends(optarg, options) != AUDIT_OK)
+                return EXIT_USAGE;
+            break;
+        case OPTION_REPS:
+            if (cli_parse_uint(optarg, RUN_MAX_REPS, &value) < 0 || value == 0)
+                return cli_usage_error(&cmd_run, "--reps: '%s' is not a count from 1 to %llu",
+                                       optarg, RUN_MAX_REPS);
+            options->reps = (uint32_t)value;
+            break;
+        case OPTION_NOISE:
+            if (noise_kind_parse(optarg, &options->noise) < 0)
+                return cli_usage_error(&cmd_run, "--noise: '%s' is not none, gemm, mem, spin or "
+                                                 "mixed", optarg);
+            break;
+        case OPTION_OUT:
+            if (!*optarg)
+                return cli_usage_error(&cmd_run, "--out: empty path");
+            options->out_path = optarg;
+            break;
+        case OPTION_DUMP:
+            if (!*optarg)
+                return cli_usage_error(&cmd_run, "--dump-outputs: empty directory");
+            options->dump_dir = optarg;
+            break;
+        case OPTION_SEED:
+            if (cli_parse_uint(optarg, UINT64_MAX, &value) < 0)
+                return cli_usage_error(&cmd_run, "--seed: '%s' is not an unsigned integer", optarg);
+            options->seed = value;
+            break;
+        case OPTION_RECORDS:
+            if (parse_list_option(optarg, "--records", &options->records, &options->record_count))
+                return EXIT_USAGE;
+            break;
+        case OPTION_ROWS:
+            if (parse_list_option(optarg, "--rows", &options->rows, &options->row_count))
+                return EXIT_USAGE;
+            break;
+        case OPTION_K:
+            if (cli_parse_uint(optarg, CAPTURE_MAX_K, &value) < 0 || value == 0)
+                return cli_usage_error(&cmd_run, "--k: '%s' is not a k from 1 to %u", optarg,
+                                       CAPTURE_MAX_K);
+            options->k_override = (uint32_t)value;
+            break;
+        case OPTION_DEVICE:
+            if (cli_parse_uint(optarg, 1023, &value) < 0)
+                return cli_usage_error(&cmd_run, "--device: '%s' is not a device ordinal", optarg);
+            options->device = (int)value;
+            break;
+        case OPTION_GRAPH: options->graph = true; break;
+        case OPTION_BATCH: options->batch_invariance = true; break;
+        case OPTION_EMULATE:
+            if (cli_parse_uint(optarg, 1ull << 32, &value) < 0)
+                return cli_usage_error(&cmd_run, "--emulate-smem-per-sm: '%s' is not a byte count",
+                                       optarg);
+            options->emulate_smem_per_sm = value;
+            break;
+        case OPTION_FORMAT:
+            if (strcmp(optarg, "table") == 0)
+                options->format = TABLE_ON;
+            else if (strcmp(optarg, "none") == 0)
+                options->format = TABLE_OFF;
+            else
+                return cli_usage_error(&cmd_run, "--format: '%s' is not table or none", optarg);
+            break;
+        case OPTION_QUIET: options->quiet = true; break;
+        case 'h': cli_print_usage(&cmd_run, stdout); return EXIT_AUDIT_OK;
+        default: return cli_usage_error(&cmd_run, "unknown option (see --help)");
+        }
+    }
+    *first_path = optind;
+    return -1;
+}
+
+/* ---- inputs --------------------------------------------------------------------------------- */
+
+struct path_list {
+    char **paths;
+    size_t count, capacity;
+};
+
+static int path_list_add(struct path_list *list, const char *path)
+{
+    if (list->count == list->capacity) {
+        size_t capacity = list->capacity ? 2 * list->capacity : 16;
+        char **grown = realloc(list->paths, capacity * sizeof(char *));
+        if (!grown)
+            return AUDIT_ENOMEM;
+        list->paths = grown;
+        list->capacity = capacity;
+    }
+    list->paths[list->count] = strdup(path);
+    if (!list->paths[list->count])
+        return AUDIT_ENOMEM;
+    list->count++;
+    return AUDIT_OK;
+}
+
+static void path_list_free(struct path_list *list)
+{
+    for (size_t i = 0; i < list->count; i++)
+        free(list->paths[i]);
+    free(list->paths);
+    memset(list, 0, sizeof(*list));
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A directory contributes its *.bin files in name order; anything else is taken as a file (a
+ * missing one is reported when it is opened). */
+static int expand_path(struct path_list *list, const char *path, struct audit_error *err)
+{
+    struct stat info;
+    if (stat(path, &info) != 0 || !S_ISDIR(info.st_mode))
+        return path_list_add(list, path) < 0
+                   ? audit_fail(err, AUDIT_ENOMEM, "out of memory listing inputs")
+                   : AUDIT_OK;
+    DIR *directory = opendir(path);
+    if (!directory)
+        return audit_fail(err, AUDIT_EIO, "%s: cannot list: %s", path, strerror(errno));
+    int status = AUDIT_OK;
+    size_t first = list->count;
+    struct dirent *entry;
+    while ((entry = readdir(directory)) != NULL) {
+        size_t length = strlen(entry->d_name);
+        if (length < 5 || strcmp(entry->d_name + length - 4, ".bin") != 0)
+            continue;
+        char joined[4096];
+        size_t path_length = strlen(path);
+        bool slash = path_length > 0 && path[path_length - 1] == '/';
+        if (snprintf(joined, sizeof(joined), "%s%s%s", path, slash ? "" : "/", entry->d_name) >=
+            (int)sizeof(joined)) {
+            status = audit_fail(err, AUDIT_EIO, "%s/%s: path too long", path, entry->d_name);
+            break;
+        }
+        if (path_list_add(list, joined) < 0) {
+            status = audit_fail(err, AUDIT_ENOMEM, "out of memory listing %s", path);
+            break;
+        }
+    }
+    closedir(directory);
+    if (status == AUDIT_OK && list->count == first)
+        status = audit_fail(err, AUDIT_EIO, "%s: no .bin capture files in this directory", path);
+    if (status == AUDIT_OK)
+        qsort(list->paths + first, list->count - first, sizeof(char *), compare_strings);
+    return status;
+}
+
+/* "captures/plateau-64x32768.bin" -> "plateau-64x32768" (dump file names). */
+static void file_stem(const char *path, char *stem, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    snprintf(stem, size, "%s", slash ? slash + 1 : path);
+    char *dot = strrchr(stem, '.');
+    if (dot && dot != stem)
+        *dot = '\0';
+}
+
+static bool list_contains(const uint32_t *sorted, size_t count, uint32_t value)
+{
+    size_t low = 0, high = count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (sorted[middle] == value)
+            return true;
+        if (sorted[middle] < value)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return false;
+}
+
+/* ---- progress and fatal stops --------------------------------------------------------------- */
+
+static void show_progress(void *user, const char *backend, const char *phase, uint32_t done,
+                          uint32_t total)
+{
+    struct run_state *state = user;
+    const char *slash = strrchr(state->progress_file, '/');
+    fprintf(stderr, "\r\033[K%s:%u %s %s %u/%u", slash ? slash + 1 : state->progress_file,
+            state->progress_record, backend, phase, done, total);
+    fflush(stderr);
+}
+
+static void clear_progress(const struct run_state *state)
+{
+    if (state->progress) {
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+    }
+}
+
+/* A failure that ends the run: the report written so far is kept, marked incomplete. */
+static void stop_run(struct run_state *state, int status, const char *message)
+{
+    if (state->stopped)
+        return;
+    state->stopped = true;
+    state->fatal_status = status;
+    snprintf(state->stop_reason, sizeof(state->stop_reason), "%s", message);
+    fprintf(stderr, "dsatopk-audit run: %s\n", message);
+}
+
+static void device_lost(struct run_state *state, const char *message)
+{
+    if (state->device_failed)
+        return;
+    state->device_failed = true;
+    snprintf(state->stop_reason, sizeof(state->stop_reason), "%s", message);
+    fprintf(stderr, "dsatopk-audit run: %s; the remaining GPU work is skipped\n", message);
+}
+
+static void input_error(struct run_state *state, const char *file, int64_t record, int64_t offset,
+                        const char *kind, const char *message)
+{
+    struct audit_error err = { 0 };
+    clear_progress(state);
+    fprintf(stderr, "dsatopk-audit run: %s\n", message);
+    if (strcmp(kind, "selection") == 0)
+        state->bad_selection = true;
+    else
+        state->bad_input = true;
+    if (report_add_input_error(&state->report, file, record, offset, kind, message, &err) < 0)
+        stop_run(state, err.code, err.message);
+}
+
+/* ---- one record ----------------------------------------------------------------------------- */
+
+static void print_record(struct run_state *state, const struct record_result *result,
+                         const struct verdict_result *verdicts)
+{
+    clear_progress(state);
+    if (!state->table)
+        return;
+    if (!state->table_header_printed) {
+        report_table_header(state->table);
+        state->table_header_printed = true;
+    }
+    report_table_lines(state->table, result, verdicts);
+    fflush(state->table);
+}
+
+/* CPU side (reference hashes, census) always; GPU side per backend when a device is usable. */
+static void run_record(struct run_state *state, const char *file, const char *stem,
+                       const struct capture_record *record)
+{
+    const struct run_options *options = state->options;
+    struct audit_error err = { 0 };
+    struct capture_record narrowed = { 0 };
+    const struct capture_record *replayed = record;
+    struct check_context checks;
+    bool checks_ready = false;
+    cJSON *census = NULL;
+    struct census_row *census_rows = NULL;
+    struct backend_result *results = NULL;
+    struct verdict_result *verdicts = NULL;
+    struct replay_input *input = NULL;
+    int status;
+
+    memset(&checks, 0, sizeof(checks));
+    if (options->rows) {
+        status = replay_subrecord(record, options->rows, (uint32_t)options->row_count, &narrowed,
+                                  &err);
+        if (status == AUDIT_EUSAGE) {
+            audit_error_prefix(&err, "%s: --rows", file);
+            input_error(state, file, record->index, (int64_t)record->file_offset, "selection",
+                        err.message);
+            goto done;
+        }
+        if (status < 0)
+            goto fatal;
+        replayed = &narrowed;
+    }
+    const uint32_t k = options->k_override ? options->k_override : replayed->k;
+    status = checks_prepare(&checks, replayed, k, &err);
+    if (status == AUDIT_EDATA) {
+        audit_error_prefix(&err, "%s record %u", file, record->index);
+        input_error(state, file, record->index, (int64_t)record->file_offset, "invalid",
+                    err.message);
+        goto done;
+    }
+    if (status < 0)
+        goto fatal;
+    checks_ready = true;
+    status = census_record_json(replayed, &k, 1, &census, &census_rows, &err);
+    if (status == AUDIT_EDATA) {
+        audit_error_prefix(&err, "%s record %u", file, record->index);
+        input_error(state, file, record->index, (int64_t)record->file_offset, "invalid",
+                    err.message);
+        goto done;
+    }
+    if (status < 0)
+        goto fatal;
+
+    struct record_result result = {
+        .file = file,
+        .record = replayed,
+        .k = k,
+        .source_rows = options->rows,
+        .census = census,
+        .census_rows = census_rows,
+        .backend_count = options->backend_count,
+    };
+    hash_indices(checks.reference, (size_t)replayed->rows * k, result.reference_hash);
+    if (hash_index_sets(checks.reference, replayed->rows, k, result.reference_set_hash) < 0) {
+        status = audit_fail(&err, AUDIT_ENOMEM, "out of memory hashing the reference sets");
+        goto fatal;
+    }
+    results = calloc(options->backend_count, sizeof(*results));
+    verdicts = calloc(options->backend_count, sizeof(*verdicts));
+    if (!results || !verdicts) {
+        status = audit_fail(&err, AUDIT_ENOMEM, "out of memory for the backend results");
+        goto fatal;
+    }
+    result.backends = results;
+
+    const struct replay_options replay_options = {
+        .reps = options->reps,
+        .graph = options->graph,
+        .batch_invariance = options->batch_invariance,
+        .seed = options->seed,
+        .dump_dir = options->dump_dir,
+        .dump_stem = stem,
+        .file = file,
+        .record_index = record->index,
+        .progress = state->progress ? show_progress : NULL,
+        .progress_user = state,
+    };
+    state->progress_file = file;
+    state->progress_record = record->index;
+    bool host_failure = false;
+    for (size_t i = 0; i < options->backend_count; i++) {
+        const struct topk_backend *backend = options->backends[i];
+        backend_result_init(&results[i], backend);
+        results[i].graph_requested = options->graph;
+        results[i].batch_requested = options->batch_invariance;
+        if (!state->device_available) {
+            backend_result_set_status(&results[i], BACKEND_UNAVAILABLE, "%s",
+                                      state->unavailable_reason);
+            continue;
+        }
+        if (host_failure || !state->device || state->device_failed) {
+            backend_result_set_status(&results[i], BACKEND_SKIPPED, "not run: %s",
+                                      state->stop_reason);
+            continue;
+        }
+        if (!input && replay_input_create(state->device, replayed, k, &input, &err) < 0) {
+            host_failure = true;
+            stop_run(state, err.code, err.message);
+            backend_result_set_status(&results[i], BACKEND_SKIPPED, "not run: %s", err.message);
+            continue;
+        }
+        status = replay_backend(state->device, input, backend, &checks, &replay_options,
+                                &results[i], &err);
+        if (status == AUDIT_EDEVICE) {
+            device_lost(state, err.message);
+        } else if (status < 0) {
+            host_failure = true;
+            stop_run(state, status, err.message);
+        }
+    }
+    clear_progress(state);
+    if (report_add_record(&state->report, &result, verdicts, &err) < 0) {
+        status = err.code;
+        goto fatal;
+    }
+    for (size_t i = 0; i < options->backend_count; i++)
+        if (verdicts[i].verdict == VERDICT_FAIL)
+            state->any_failure = true;
+    print_record(state, &result, verdicts);
+    goto done;
+fatal:
+    stop_run(state, status, err.message);
+done:
+    for (size_t i = 0; results && i < options->backend_count; i++)
+        backend_result_release(&results[i]);
+    free(results);
+    free(verdicts);
+    replay_input_free(input);
+    cJSON_Delete(census);
+    free(census_rows);
+    if (checks_ready)
+        checks_release(&checks);
+    if (replayed == &narrowed)
+        capture_record_free(&narrowed);
+}
+
+/* Reads a capture file record by record; a corrupt or truncated record ends the file (the
+ * records before it are already in the report) and the run goes on with the next file. */
+static void run_file(struct run_state *state, const char *path)
+{
+    const struct run_options *options = state->options;
+    struct capture_reader *reader = NULL;
+    struct audit_error err = { 0 };
+    uint32_t next_index = 0;
+    uint64_t next_offset = 0;
+    char stem[256];
+    file_stem(path, stem, sizeof(stem));
+    int status = capture_open(&reader, path, &err);
+    if (status < 0) {
+        if (status == AUDIT_ENOMEM)
+            stop_run(state, status, err.message);
+        else
+            input_error(state, path, -1, -1, "io", err.message);
+        return;
+    }
+    while (!state->stopped) {
+        struct capture_record record;
+        status = capture_read_record(reader, &record, &err);
+        if (status == 0)
+            break;
+        if (status < 0) {
+            enum capture_read_state read_state = capture_reader_state(reader);
+            const char *kind = status == AUDIT_EDATA && read_state == CAPTURE_READ_TRUNCATED
+                                   ? "truncated"
+                               : status == AUDIT_EDATA ? "corrupt"
+                                                       : "io";
+            if (status == AUDIT_ENOMEM)
+                stop_run(state, status, err.message);
+            else
+                input_error(state, path, next_index, (int64_t)next_offset, kind, err.message);
+            break;
+        }
+        next_index = record.index + 1;
+        next_offset = record.file_offset + RUN_RECORD_HEADER_BYTES + record.stored_payload_bytes;
+        if (!options->records || list_contains(options->records, options->record_count,
+                                               record.index))
+            run_record(state, path, stem, &record);
+        capture_record_free(&record);
+    }
+    capture_close(reader);
+}
+
+/* ---- device --------------------------------------------------------------------------------- */
+
+/* Returns EXIT_USAGE for a --device the machine does not have, else 0 (the state says whether a
+ * device is usable and why not). */
+static int open_device(struct run_state *state, struct run_context *context)
+{
+    const struct run_options *options = state->options;
+    struct audit_error err = { 0 };
+    int count = 0;
+    char why[512] = "";
+    gpu_device_count(&count, why, sizeof(why));
+    if (count == 0) {
+        state->device_available = false;
+        snprintf(state->unavailable_reason, sizeof(state->unavailable_reason),
+                 "no CUDA device: %s", why[0] ? why : "none found");
+        snprintf(context->device_unavailable_reason, sizeof(context->device_unavailable_reason),
+                 "%s", state->unavailable_reason);
+        if (!options->quiet)
+            fprintf(stderr, "dsatopk-audit run: %s; the census and the reference hashes still "
+                            "run, the GPU backends are reported unavailable\n",
+                    state->unavailable_reason);
+        return AUDIT_OK;
+    }
+    if (options->device >= count)
+        return cli_usage_error(&cmd_run, "--device %d: this machine has %d CUDA device(s)",
+                               options->device, count);
+    state->device_available = true;
+    if (replay_device_open(&state->device, options->device,
+                           (size_t)options->emulate_smem_per_sm, options->noise, &err) < 0) {
+        /* A device that is there but cannot be set up stops every GPU step. */
+        snprintf(context->device_unavailable_reason, sizeof(context->device_unavailable_reason),
+                 "%s", err.message);
+        device_lost(state, err.message);
+        return AUDIT_OK;
+    }
+    context->device_available = true;
+    context->device = *replay_device_info(state->device);
+    return AUDIT_OK;
+}
+
+/* The most severe outcome wins: 4 > 3 > 2 > 1 > 0 (docs/REPORT.md "Exit codes"). */
+static int final_exit_code(const struct run_state *state)
+{
+    int code = state->any_failure ? EXIT_AUDIT_FAILED : EXIT_AUDIT_OK;
+    if (state->bad_selection && code < EXIT_USAGE)
+        code = EXIT_USAGE;
+    if (state->bad_input && code < EXIT_BAD_INPUT)
+        code = EXIT_BAD_INPUT;
+    if (state->device_failed)
+        code = EXIT_DEVICE;
+    if (state->stopped && audit_exit_code(state->fatal_status) > code)
+        code = audit_exit_code(state->fatal_status);
+    return code;
+}
+
+static int run_run(int argc, char **argv)
+{
+    struct run_options options = { 0 };
+    struct run_state state = { 0 };
+    struct run_context context = { 0 };
+    struct path_list inputs = { 0 };
+    struct audit_error err = { 0 };
+    bool report_started = false;
+    int first_path = 0;
+    int exit_code = parse_options(argc, argv, &options, &first_path);
+    if (exit_code >= 0)
+        goto done;
+    exit_code = EXIT_AUDIT_OK;
+    state.options = &options;
+
+    if (options.dump_dir) {
+        struct stat info;
+        if (stat(options.dump_dir, &info) != 0 && mkdir(options.dump_dir, 0755) != 0) {
+            exit_code = cli_usage_error(&cmd_run, "--dump-outputs %s: cannot create: %s",
+                                        options.dump_dir, strerror(errno));
+            goto done;
+        }
+        if (stat(options.dump_dir, &info) != 0 || !S_ISDIR(info.st_mode)) {
+            exit_code = cli_usage_error(&cmd_run, "--dump-outputs %s: not a directory",
+                                        options.dump_dir);
+            goto done;
+        }
+    }
+
+    context.tool_version = DSATOPK_VERSION;
+    context.git_revision = DSATOPK_GIT_REVISION;
+    context.version_string = cli_version();
+    context.command_line = cli_command_line();
+    run_context_fill_time_and_host(&context);
+    context.emulate_smem_per_sm = options.emulate_smem_per_sm;
+    context.noise = noise_kind_name(options.noise);
+    context.reps = options.reps;
+    context.seed = options.seed;
+    context.graph = options.graph;
+    context.batch_invariance = options.batch_invariance;
+    context.k_override = options.k_override;
+    context.backends = options.backend_names;
+    context.backend_count = options.backend_count;
+
+    exit_code = open_device(&state, &context);
+    if (exit_code != AUDIT_OK)
+        goto done;
+    if (report_begin(&state.report, &context, &err) < 0) {
+        fprintf(stderr, "dsatopk-audit run: %s\n", err.message);
+        exit_code = EXIT_DEVICE;
+        goto done;
+    }
+    report_started = true;
+    const bool report_on_stdout = strcmp(options.out_path, "-") == 0;
+    if (!options.quiet && options.format == TABLE_ON)
+        state.table = report_on_stdout ? stderr : stdout;
+    state.progress = !options.quiet && isatty(STDERR_FILENO);
+
+    if (first_path >= argc) {
+        if (expand_path(&inputs, RUN_DEFAULT_CAPTURES, &err) < 0)
+            input_error(&state, RUN_DEFAULT_CAPTURES, -1, -1, "io", err.message);
+    }
+    for (int i = first_path; i < argc && !state.stopped; i++) {
+        if (expand_path(&inputs, argv[i], &err) < 0) {
+            if (err.code == AUDIT_ENOMEM)
+                stop_run(&state, err.code, err.message);
+            else
+                input_error(&state, argv[i], -1, -1, "io", err.message);
+        }
+    }
+    for (size_t i = 0; i < inputs.count && !state.stopped; i++)
+        run_file(&state, inputs.paths[i]);
+
+    exit_code = final_exit_code(&state);
+    const bool complete = !state.stopped && !state.device_failed;
+    if (report_finish(&state.report, complete, complete ? NULL : state.stop_reason, exit_code,
+                      &err) < 0 ||
+        json_write_file(options.out_path, state.report.root, &err) < 0) {
+        fprintf(stderr, "dsatopk-audit run: %s\n", err.message);
+        if (exit_code < EXIT_BAD_INPUT)
+            exit_code = audit_exit_code(err.code);
+        goto done;
+    }
+    if (state.table)
+        report_table_summary(state.table, &state.report, report_on_stdout ? NULL : options.out_path);
+done:
+    if (report_started)
+        report_release(&state.report);
+    replay_device_close(state.device);
+    path_list_free(&inputs);
+    free(options.records);
+    free(options.rows);
+    return exit_code;
+}
+
+const struct cli_command cmd_run = {
+    "run",
+    "replay captures on every backend under a noisy sibling stream; JSON report",
+    run_usage,
+    run_run,
+};

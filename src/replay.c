@@ -1,0 +1,801 @@
+/* GPU replay of one record x backend: poison, noise, launch between events, copy back, tally
+ * (docs/REPORT.md "What a replay does"). Host C over the CUDA runtime. */
+#include "replay.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "selection.h"
+
+struct replay_device {
+    int ordinal;
+    struct gpu_device_info info;
+    cudaStream_t stream;       /* the backend's launches */
+    cudaStream_t noise_stream; /* the noise bursts, never synchronised with stream */
+    cudaEvent_t start, stop;
+    enum noise_kind noise_kind;
+    struct noise_state *noise; /* NULL with --noise none */
+    char lost[AUDIT_ERROR_MESSAGE_BYTES];
+};
+
+struct replay_input {
+    struct replay_device *device;
+    const struct capture_record *record;
+    uint32_t k;
+    struct topk_shape shape;
+    bool uploaded;
+    float *scores;
+    int32_t *lengths, *row_starts, *page_table, *page_table_row_starts;
+};
+
+/* Caller-owned outputs and scratch of one backend on one input. */
+struct launch_buffers {
+    int32_t *out, *raw_out; /* raw_out only with a page table */
+    void *scratch;
+    size_t out_bytes, scratch_bytes;
+};
+
+/* ---- device --------------------------------------------------------------------------------- */
+
+/* After a failed CUDA call: clears a non-sticky error, then asks the context whether it still
+ * works. A sticky error (illegal address, launch failure, ...) comes back from every later call,
+ * so the device is marked lost with the failure that caused it. */
+static int settle_device_failure(struct replay_device *device, const char *what,
+                                 const struct audit_error *cause)
+{
+    (void)cudaGetLastError();
+    cudaError_t health = cudaDeviceSynchronize();
+    if (health == cudaSuccess)
+        health = cudaGetLastError();
+    if (health == cudaSuccess)
+        return AUDIT_OK;
+    snprintf(device->lost, sizeof(device->lost),
+             "the CUDA context is unusable after %s: %.640s (now: %s, %s)", what,
+             cause && cause->message[0] ? cause->message : "a CUDA error",
+             cudaGetErrorName(health), cudaGetErrorString(health));
+    return AUDIT_EDEVICE;
+}
+
+int replay_device_open(struct replay_device **device_out, int ordinal, size_t emulate_smem_per_sm,
+                       enum noise_kind noise, struct audit_error *err)
+{
+    int status = AUDIT_OK;
+    struct replay_device *device = calloc(1, sizeof(*device));
+    *device_out = NULL;
+    if (!device)
+        return audit_fail(err, AUDIT_ENOMEM, "out of memory opening device %d", ordinal);
+    device->ordinal = ordinal;
+    device->noise_kind = noise;
+    status = gpu_device_query(ordinal, emulate_smem_per_sm, &device->info, err);
+    if (status < 0)
+        goto error;
+    CUDA_CHECK_GOTO(cudaSetDevice(ordinal), err, status, error);
+    CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&device->stream, cudaStreamNonBlocking), err, status,
+                    error);
+    CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&device->noise_stream, cudaStreamNonBlocking), err,
+                    status, error);
+    CUDA_CHECK_GOTO(cudaEventCreate(&device->start), err, status, error);
+    CUDA_CHECK_GOTO(cudaEventCreate(&device->stop), err, status, error);
+    if (noise != NOISE_NONE) {
+        status = noise_create(&device->noise, noise, err);
+        if (status < 0)
+            goto error;
+    }
+    *device_out = device;
+    return AUDIT_OK;
+error:
+    audit_error_prefix(err, "device %d", ordinal);
+    replay_device_close(device);
+    return status;
+}
+
+void replay_device_close(struct replay_device *device)
+{
+    if (!device)
+        return;
+    /* Teardown errors are ignored: after a sticky error every call fails, and there is nothing
+     * left to save. */
+    if (device->noise)
+        noise_destroy(device->noise);
+    if (device->start)
+        cudaEventDestroy(device->start);
+    if (device->stop)
+        cudaEventDestroy(device->stop);
+    if (device->stream)
+        cudaStreamDestroy(device->stream);
+    if (device->noise_stream)
+        cudaStreamDestroy(device->noise_stream);
+    free(device);
+}
+
+const struct gpu_device_info *replay_device_info(const struct replay_device *device)
+{
+    return &device->info;
+}
+
+const char *replay_device_lost(const struct replay_device *device)
+{
+    return device->lost[0] ? device->lost : NULL;
+}
+
+/* cudaMalloc that tells "out of device memory" (AUDIT_ENOMEM, not sticky) from other failures. */
+static int device_alloc(void **pointer, size_t bytes, const char *what, struct audit_error *err)
+{
+    *pointer = NULL;
+    if (bytes == 0)
+        return AUDIT_OK;
+    cudaError_t status = cudaMalloc(pointer, bytes);
+    if (status == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        *pointer = NULL;
+        return audit_fail(err, AUDIT_ENOMEM, "out of device memory allocating %zu bytes for %s",
+                          bytes, what);
+    }
+    CUDA_TRY(status, err);
+    return AUDIT_OK;
+}
+
+/* ---- inputs --------------------------------------------------------------------------------- */
+
+void replay_shape(const struct capture_record *record, uint32_t k, struct topk_shape *shape)
+{
+    memset(shape, 0, sizeof(*shape));
+    shape->rows = record->rows;
+    shape->k = k;
+    shape->row_stride = record->row_stride;
+    for (uint32_t b = 0; b < record->rows; b++)
+        if (record->lengths[b] > shape->max_length)
+            shape->max_length = record->lengths[b];
+    shape->has_row_starts = record->row_starts != NULL;
+    shape->has_page_table = record->page_table != NULL;
+    shape->page_size = record->page_table ? record->page_size : 0;
+}
+
+int replay_input_create(struct replay_device *device, const struct capture_record *record,
+                        uint32_t k, struct replay_input **input_out, struct audit_error *err)
+{
+    struct replay_input *input = calloc(1, sizeof(*input));
+    *input_out = NULL;
+    if (!input)
+        return audit_fail(err, AUDIT_ENOMEM, "out of memory preparing record %u", record->index);
+    input->device = device;
+    input->record = record;
+    input->k = k;
+    replay_shape(record, k, &input->shape);
+    *input_out = input;
+    return AUDIT_OK;
+}
+
+static void input_release_device(struct replay_input *input)
+{
+    cudaFree(input->scores);
+    cudaFree(input->lengths);
+    cudaFree(input->row_starts);
+    cudaFree(input->page_table);
+    cudaFree(input->page_table_row_starts);
+    input->scores = NULL;
+    input->lengths = input->row_starts = input->page_table = input->page_table_row_starts = NULL;
+    input->uploaded = false;
+}
+
+void replay_input_free(struct replay_input *input)
+{
+    if (!input)
+        return;
+    input_release_device(input);
+    free(input);
+}
+
+static int upload_array(void **device_pointer, const void *host, size_t bytes, const char *what,
+                        struct audit_error *err)
+{
+    int status = device_alloc(device_pointer, bytes, what, err);
+    if (status < 0 || bytes == 0)
+        return status;
+    CUDA_TRY(cudaMemcpy(*device_pointer, host, bytes, cudaMemcpyHostToDevice), err);
+    return AUDIT_OK;
+}
+
+/* Uploads the record once; every backend of the record shares it. */
+static int input_upload(struct replay_input *input, struct audit_error *err)
+{
+    const struct capture_record *record = input->record;
+    int status = AUDIT_OK;
+    if (input->uploaded)
+        return AUDIT_OK;
+    const size_t rows = record->rows;
+    status = upload_array((void **)&input->scores, record->scores,
+                          rows * record->row_stride * sizeof(float), "the scores", err);
+    if (status < 0)
+        goto error;
+    status = upload_array((void **)&input->lengths, record->lengths, rows * sizeof(int32_t),
+                          "the lengths", err);
+    if (status < 0)
+        goto error;
+    if (record->row_starts) {
+        status = upload_array((void **)&input->row_starts, record->row_starts,
+                              rows * sizeof(int32_t), "the row starts", err);
+        if (status < 0)
+            goto error;
+    }
+    if (record->page_table) {
+        status = upload_array((void **)&input->page_table, record->page_table,
+                              rows * record->page_table_cols * sizeof(int32_t), "the page table",
+                              err);
+        if (status < 0)
+            goto error;
+        if (record->page_table_row_starts) {
+            status = upload_array((void **)&input->page_table_row_starts,
+                                  record->page_table_row_starts, rows * sizeof(int32_t),
+                                  "the page-table row starts", err);
+            if (status < 0)
+                goto error;
+        }
+    }
+    input->uploaded = true;
+    return AUDIT_OK;
+error:
+    input_release_device(input);
+    return status;
+}
+
+static void buffers_free(struct launch_buffers *buffers)
+{
+    cudaFree(buffers->out);
+    cudaFree(buffers->raw_out);
+    cudaFree(buffers->scratch);
+    memset(buffers, 0, sizeof(*buffers));
+}
+
+static int buffers_alloc(struct launch_buffers *buffers, const struct replay_input *input,
+                         size_t scratch_bytes, struct audit_error *err)
+{
+    int status = AUDIT_OK;
+    memset(buffers, 0, sizeof(*buffers));
+    buffers->out_bytes = (size_t)input->shape.rows * input->shape.k * sizeof(int32_t);
+    buffers->scratch_bytes = scratch_bytes;
+    status = device_alloc((void **)&buffers->out, buffers->out_bytes, "the output", err);
+    if (status < 0)
+        goto error;
+    if (input->shape.has_page_table) {
+        status = device_alloc((void **)&buffers->raw_out, buffers->out_bytes, "the raw output",
+                              err);
+        if (status < 0)
+            goto error;
+    }
+    status = device_alloc(&buffers->scratch, scratch_bytes, "the scratch", err);
+    if (status < 0)
+        goto error;
+    return AUDIT_OK;
+error:
+    buffers_free(buffers);
+    return status;
+}
+
+static void problem_fill(struct topk_problem *problem, const struct replay_input *input,
+                         const struct launch_buffers *buffers)
+{
+    memset(problem, 0, sizeof(*problem));
+    problem->shape = input->shape;
+    problem->scores = input->scores;
+    problem->lengths = input->lengths;
+    problem->row_starts = input->row_starts;
+    problem->page_table = input->page_table;
+    problem->page_table_cols = input->record->page_table_cols;
+    problem->page_table_row_starts = input->page_table_row_starts;
+    problem->out = buffers->out;
+    problem->raw_out = buffers->raw_out;
+    problem->scratch = buffers->scratch;
+    problem->scratch_bytes = buffers->scratch_bytes;
+}
+
+/* ---- one launch ----------------------------------------------------------------------------- */
+
+static int enqueue_poison(struct replay_device *device, const struct launch_buffers *buffers,
+                          struct audit_error *err)
+{
+    CUDA_TRY(cudaMemsetAsync(buffers->out, REPLAY_POISON_BYTE, buffers->out_bytes, device->stream),
+             err);
+    if (buffers->raw_out)
+        CUDA_TRY(cudaMemsetAsync(buffers->raw_out, REPLAY_POISON_BYTE, buffers->out_bytes,
+                                 device->stream),
+                 err);
+    return AUDIT_OK;
+}
+
+/* Poisons the outputs, starts a noise burst on the sibling stream, then runs the backend (or
+ * the instantiated graph, which poisons by itself) between two events and waits for it.
+ * time_us: NULL for an untimed launch. */
+static int launch_once(struct replay_device *device, const struct topk_backend *backend,
+                       const struct topk_problem *problem, const struct launch_buffers *buffers,
+                       cudaGraphExec_t graph, double *time_us, struct audit_error *err)
+{
+    int status = AUDIT_OK;
+    if (!graph) {
+        status = enqueue_poison(device, buffers, err);
+        if (status < 0)
+            return status;
+    }
+    if (device->noise) {
+        status = noise_launch(device->noise, device->noise_stream, err);
+        if (status < 0)
+            return status;
+    }
+    if (time_us)
+        CUDA_TRY(cudaEventRecord(device->start, device->stream), err);
+    if (graph) {
+        CUDA_TRY(cudaGraphLaunch(graph, device->stream), err);
+    } else {
+        status = backend->launch(problem, &device->info, device->stream, err);
+        if (status < 0)
+            return status;
+    }
+    if (time_us)
+        CUDA_TRY(cudaEventRecord(device->stop, device->stream), err);
+    CUDA_TRY(cudaStreamSynchronize(device->stream), err);
+    if (time_us) {
+        float milliseconds = 0.0f;
+        CUDA_TRY(cudaEventElapsedTime(&milliseconds, device->start, device->stop), err);
+        *time_us = (double)milliseconds * 1000.0;
+    }
+    return AUDIT_OK;
+}
+
+static int copy_back(struct replay_device *device, const struct launch_buffers *buffers,
+                     int32_t *host_out, int32_t *host_raw, struct audit_error *err)
+{
+    CUDA_TRY(cudaMemcpyAsync(host_out, buffers->out, buffers->out_bytes, cudaMemcpyDeviceToHost,
+                             device->stream),
+             err);
+    if (buffers->raw_out && host_raw)
+        CUDA_TRY(cudaMemcpyAsync(host_raw, buffers->raw_out, buffers->out_bytes,
+                                 cudaMemcpyDeviceToHost, device->stream),
+                 err);
+    CUDA_TRY(cudaStreamSynchronize(device->stream), err);
+    /* Bound the noise queue: each rep's burst finishes before the next rep starts its own. */
+    CUDA_TRY(cudaStreamSynchronize(device->noise_stream), err);
+    return AUDIT_OK;
+}
+
+/* ---- dumps ---------------------------------------------------------------------------------- */
+
+/* DIR/<stem>-r<record>-<backend>-rep<NN>.bin (graph: -graph-rep<NN>): the raw little-endian
+ * int32 output, so that sha256sum of the file equals the reported output_sha256. */
+static int dump_output(const struct replay_options *options, const char *backend, const char *phase,
+                       uint32_t rep, const int32_t *out, size_t count, struct audit_error *err)
+{
+    char path[4096];
+    int status = AUDIT_OK;
+    if (snprintf(path, sizeof(path), "%s/%s-r%u-%s-%srep%02u.bin", options->dump_dir,
+                 options->dump_stem, options->record_index, backend, phase, rep) >=
+        (int)sizeof(path))
+        return audit_fail(err, AUDIT_EIO, "%s: dump path too long", options->dump_dir);
+    FILE *file = fopen(path, "wb");
+    if (!file)
+        return audit_fail(err, AUDIT_EIO, "%s: cannot create: %s", path, strerror(errno));
+    for (size_t i = 0; i < count; i++) {
+        uint32_t v = (uint32_t)out[i];
+        unsigned char le[4] = { (unsigned char)v, (unsigned char)(v >> 8),
+                                (unsigned char)(v >> 16), (unsigned char)(v >> 24) };
+        if (fwrite(le, 1, 4, file) != 4) {
+            status = audit_fail(err, AUDIT_EIO, "%s: write failed: %s", path, strerror(errno));
+            break;
+        }
+    }
+    if (fclose(file) != 0 && status == AUDIT_OK)
+        status = audit_fail(err, AUDIT_EIO, "%s: close failed: %s", path, strerror(errno));
+    return status;
+}
+
+/* ---- sub-records ---------------------------------------------------------------------------- */
+
+int replay_subrecord(const struct capture_record *record, const uint32_t *rows, uint32_t count,
+                     struct capture_record *sub, struct audit_error *err)
+{
+    int status = selection_extract_rows(record, rows, count, sub, err);
+    if (status < 0)
+        return status;
+    /* Rows of a record are still that record: keep where it came from. */
+    sub->index = record->index;
+    sub->file_offset = record->file_offset;
+    sub->stored_payload_bytes = record->stored_payload_bytes;
+    sub->compressed = record->compressed;
+    memcpy(sub->payload_sha256, record->payload_sha256, sizeof(sub->payload_sha256));
+    return AUDIT_OK;
+}
+
+/* ---- graph replays -------------------------------------------------------------------------- */
+
+/* Captures one poisoned launch in a CUDA graph and replays it reps times under noise; each
+ * replay is tallied against the first eager output. Returns 0 (a capture or replay failure that
+ * left the device usable is in result->graph_error), AUDIT_EDEVICE when the device was lost, or
+ * a host failure. */
+static int replay_graph(struct replay_device *device, const struct topk_backend *backend,
+                        const struct topk_problem *problem, const struct launch_buffers *buffers,
+                        struct check_context *checks, const struct check_claims *claims,
+                        const struct replay_options *options, int32_t *host_out, int32_t *host_raw,
+                        struct backend_result *result, struct audit_error *err)
+{
+    int status = AUDIT_OK;
+    struct audit_error cause = { 0 };
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    bool capturing = false;
+    const struct output_tally *eager = &result->eager;
+
+    status = output_tally_init(&result->graph, eager->rows, eager->k, options->reps,
+                               eager->baseline, err);
+    if (status < 0)
+        return status;
+    CUDA_CHECK_GOTO(cudaStreamBeginCapture(device->stream, cudaStreamCaptureModeThreadLocal),
+                    &cause, status, device_error);
+    capturing = true;
+    status = enqueue_poison(device, buffers, &cause);
+    if (status < 0)
+        goto device_error;
+    status = backend->launch(problem, &device->info, device->stream, &cause);
+    if (status < 0)
+        goto device_error;
+    capturing = false;
+    CUDA_CHECK_GOTO(cudaStreamEndCapture(device->stream, &graph), &cause, status, device_error);
+    CUDA_CHECK_GOTO(cudaGraphInstantiate(&exec, graph, 0), &cause, status, device_error);
+    result->graph_ran = true;
+    for (uint32_t rep = 0; rep < options->reps; rep++) {
+        double time_us = NAN;
+        status = launch_once(device, backend, problem, buffers, exec, &time_us, &cause);
+        if (status < 0)
+            goto device_error;
+        status = copy_back(device, buffers, host_out, host_raw, &cause);
+        if (status < 0)
+            goto device_error;
+        if (options->dump_dir) {
+            status = dump_output(options, backend->name, "graph-", rep, host_out,
+                                 (size_t)eager->rows * eager->k, err);
+            if (status < 0)
+                goto done;
+        }
+        status = output_tally_add(&result->graph, host_out, host_raw, time_us, checks, claims,
+                                  checks ? checks->reference : NULL, err);
+        if (status < 0)
+            goto done;
+        if (options->progress)
+            options->progress(options->progress_user, backend->name, "graph", rep + 1,
+                              options->reps);
+    }
+    goto done;
+device_error:
+    if (capturing) {
+        cudaGraph_t partial = NULL;
+        (void)cudaStreamEndCapture(device->stream, &partial);
+        if (partial)
+            cudaGraphDestroy(partial);
+    }
+    snprintf(result->graph_error, sizeof(result->graph_error), "%s", cause.message);
+    status = settle_device_failure(device, "a graph replay", &cause);
+    if (status < 0)
+        audit_fail(err, status, "%s", device->lost);
+done:
+    if (exec)
+        cudaGraphExecDestroy(exec);
+    if (graph)
+        cudaGraphDestroy(graph);
+    return status;
+}
+
+/* ---- batch invariance ----------------------------------------------------------------------- */
+
+/* splitmix64: portable, so a seed gives the same batch layouts on every machine. */
+static uint64_t next_random(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint32_t random_below(uint64_t *state, uint32_t bound)
+{
+    return bound ? (uint32_t)(next_random(state) % bound) : 0;
+}
+
+/* Runs backend once on a host sub-record (upload, buffers, poisoned launch under noise, copy
+ * back, free): out receives sub->rows * k indices. */
+static int run_subrecord(struct replay_device *device, const struct topk_backend *backend,
+                         const struct capture_record *sub, uint32_t k, int32_t *out,
+                         struct audit_error *err)
+{
+    int status = AUDIT_OK;
+    struct replay_input *input = NULL;
+    struct launch_buffers buffers = { 0 };
+    struct topk_problem problem;
+    char reason[512] = "";
+    status = replay_input_create(device, sub, k, &input, err);
+    if (status < 0)
+        return status;
+    if (!backend->supports(&device->info, &input->shape, reason, sizeof(reason))) {
+        status = audit_fail(err, AUDIT_EUNSUPPORTED, "a batch of %u rows is not supported: %s",
+                            sub->rows, reason);
+        goto done;
+    }
+    status = input_upload(input, err);
+    if (status < 0)
+        goto done;
+    status = buffers_alloc(&buffers, input, backend->scratch_bytes(&device->info, &input->shape),
+                           err);
+    if (status < 0)
+        goto done;
+    problem_fill(&problem, input, &buffers);
+    status = launch_once(device, backend, &problem, &buffers, NULL, NULL, err);
+    if (status < 0)
+        goto done;
+    status = copy_back(device, &buffers, out, NULL, err);
+done:
+    buffers_free(&buffers);
+    replay_input_free(input);
+    return status;
+}
+
+static int compare_int32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Compares row `row` of a context's output with the same row of the first eager output. */
+static void batch_compare_row(const int32_t *context_row, const int32_t *baseline_row, uint32_t k,
+                              int32_t *sort_a, int32_t *sort_b, uint32_t *differing,
+                              uint32_t *set_differing)
+{
+    if (!memcmp(context_row, baseline_row, k * sizeof(int32_t)))
+        return;
+    (*differing)++;
+    memcpy(sort_a, context_row, k * sizeof(int32_t));
+    memcpy(sort_b, baseline_row, k * sizeof(int32_t));
+    qsort(sort_a, k, sizeof(int32_t), compare_int32);
+    qsort(sort_b, k, sizeof(int32_t), compare_int32);
+    if (memcmp(sort_a, sort_b, k * sizeof(int32_t)))
+        (*set_differing)++;
+}
+
+/* Each tested row alone (a 1-row record), then REPLAY_BATCH_TRIALS seeded shuffles of the tested
+ * rows cut into batches of random sizes (between half and all of them): the vLLM needle test.
+ * A row is batch dependent when any context's output row differs from the first eager rep. */
+static int replay_batch_invariance(struct replay_device *device, const struct topk_backend *backend,
+                                   const struct capture_record *record, uint32_t k,
+                                   const struct replay_options *options,
+                                   struct backend_result *result, struct audit_error *err)
+{
+    int status = AUDIT_OK;
+    struct audit_error cause = { 0 };
+    struct batch_invariance_result *batch = &result->batch;
+    const int32_t *baseline = result->eager.baseline;
+    const uint32_t tested = record->rows < REPLAY_BATCH_MAX_ROWS ? record->rows
+                                                                 : REPLAY_BATCH_MAX_ROWS;
+    uint32_t *differing = calloc(tested ? tested : 1, sizeof(uint32_t));
+    uint32_t *set_differing = calloc(tested ? tested : 1, sizeof(uint32_t));
+    uint32_t *order = malloc((tested ? tested : 1) * sizeof(uint32_t));
+    int32_t *out = malloc(((size_t)(tested ? tested : 1)) * k * sizeof(int32_t));
+    int32_t *sort_a = malloc(k * sizeof(int32_t)), *sort_b = malloc(k * sizeof(int32_t));
+    struct capture_record sub = { 0 };
+    uint64_t random_state = options->seed + 0x9E3779B97F4A7C15ull * (options->record_index + 1u);
+
+    batch->trials = REPLAY_BATCH_TRIALS;
+    batch->contexts = 1 + REPLAY_BATCH_TRIALS;
+    batch->rows_tested = tested;
+    if (!differing || !set_differing || !order || !out || !sort_a || !sort_b) {
+        status = audit_fail(err, AUDIT_ENOMEM, "out of memory for the batch-invariance test");
+        goto done;
+    }
+    if (!baseline)
+        goto done; /* no eager rep to compare with */
+    const uint32_t total_steps = tested + REPLAY_BATCH_TRIALS;
+    uint32_t steps = 0;
+    for (uint32_t row = 0; row < tested; row++) {
+        status = replay_subrecord(record, &row, 1, &sub, err);
+        if (status < 0)
+            goto done;
+        status = run_subrecord(device, backend, &sub, k, out, &cause);
+        capture_record_free(&sub);
+        if (status < 0)
+            goto device_error;
+        batch->launches++;
+        batch_compare_row(out, baseline + (size_t)row * k, k, sort_a, sort_b, &differing[row],
+                          &set_differing[row]);
+        if (options->progress)
+            options->progress(options->progress_user, backend->name, "batch", ++steps, total_steps);
+    }
+    for (uint32_t trial = 0; trial < REPLAY_BATCH_TRIALS; trial++) {
+        for (uint32_t i = 0; i < tested; i++)
+            order[i] = i;
+        for (uint32_t i = tested; i > 1; i--) { /* Fisher-Yates */
+            uint32_t j = random_below(&random_state, i);
+            uint32_t swap = order[i - 1];
+            order[i - 1] = order[j];
+            order[j] = swap;
+        }
+        for (uint32_t first = 0; first < tested;) {
+            uint32_t half = (tested + 1) / 2;
+            uint32_t size = half + random_below(&random_state, tested - half + 1);
+            if (size > tested - first)
+                size = tested - first;
+            status = replay_subrecord(record, order + first, size, &sub, err);
+            if (status < 0)
+                goto done;
+            status = run_subrecord(device, backend, &sub, k, out, &cause);
+            capture_record_free(&sub);
+            if (status < 0)
+                goto device_error;
+            batch->launches++;
+            for (uint32_t j = 0; j < size; j++) {
+                uint32_t row = order[first + j];
+                batch_compare_row(out + (size_t)j * k, baseline + (size_t)row * k, k, sort_a,
+                                  sort_b, &differing[row], &set_differing[row]);
+            }
+            first += size;
+        }
+        if (options->progress)
+            options->progress(options->progress_user, backend->name, "batch", ++steps, total_steps);
+    }
+    batch->ran = true;
+    for (uint32_t row = 0; row < tested; row++)
+        batch->dependent_count += differing[row] > 0;
+    if (batch->dependent_count) {
+        batch->dependent = calloc(batch->dependent_count, sizeof(*batch->dependent));
+        if (!batch->dependent) {
+            batch->dependent_count = 0;
+            status = audit_fail(err, AUDIT_ENOMEM, "out of memory listing batch-dependent rows");
+            goto done;
+        }
+        uint32_t n = 0;
+        for (uint32_t row = 0; row < tested; row++) {
+            if (!differing[row])
+                continue;
+            batch->dependent[n].row = row;
+            batch->dependent[n].contexts_differing = differing[row];
+            batch->dependent[n].contexts_set_differing = set_differing[row];
+            batch->set_dependent_count += set_differing[row] > 0;
+            n++;
+        }
+    }
+    goto done;
+device_error:
+    snprintf(batch->error, sizeof(batch->error), "%s", cause.message);
+    status = settle_device_failure(device, "a batch-invariance launch", &cause);
+    if (status < 0)
+        audit_fail(err, status, "%s", device->lost);
+done:
+    free(differing);
+    free(set_differing);
+    free(order);
+    free(out);
+    free(sort_a);
+    free(sort_b);
+    return status;
+}
+
+/* ---- one backend ---------------------------------------------------------------------------- */
+
+int replay_backend(struct replay_device *device, struct replay_input *input,
+                   const struct topk_backend *backend, struct check_context *checks,
+                   const struct replay_options *options, struct backend_result *result,
+                   struct audit_error *err)
+{
+    int status = AUDIT_OK;
+    struct audit_error cause = { 0 }; /* device-side failures: they become the backend's status */
+    struct launch_buffers buffers = { 0 };
+    struct topk_problem problem;
+    int32_t *host_out = NULL, *host_raw = NULL;
+    const struct capture_record *record = input->record;
+    const char *file = options->file ? options->file : "";
+    const struct check_claims claims = {
+        .smallest_index_ties = backend->smallest_index_ties,
+        .canonical_order = backend->canonical_order,
+        .index_ascending = backend->index_ascending,
+    };
+    char reason[512] = "";
+    const size_t count = (size_t)record->rows * input->k;
+
+    result->graph_requested = options->graph;
+    result->batch_requested = options->batch_invariance;
+    if (device->lost[0]) {
+        backend_result_set_status(result, BACKEND_SKIPPED, "not run: %s", device->lost);
+        return audit_fail(err, AUDIT_EDEVICE, "%s", device->lost);
+    }
+    if (!backend->supports(&device->info, &input->shape, reason, sizeof(reason))) {
+        backend_result_set_status(result, BACKEND_UNSUPPORTED, "%s", reason);
+        return AUDIT_OK;
+    }
+    if (!backend->launch || !backend->scratch_bytes) {
+        backend_result_set_status(result, BACKEND_UNSUPPORTED, "the backend has no launch");
+        return AUDIT_OK;
+    }
+    host_out = malloc((count ? count : 1) * sizeof(int32_t));
+    if (record->page_table)
+        host_raw = malloc((count ? count : 1) * sizeof(int32_t));
+    if (!host_out || (record->page_table && !host_raw)) {
+        status = audit_fail(err, AUDIT_ENOMEM, "%s record %u, backend %s: out of host memory",
+                            file, record->index, backend->name);
+        goto done;
+    }
+    status = input_upload(input, &cause);
+    if (status < 0)
+        goto device_error;
+    result->scratch_bytes = backend->scratch_bytes(&device->info, &input->shape);
+    status = buffers_alloc(&buffers, input, result->scratch_bytes, &cause);
+    if (status < 0)
+        goto device_error;
+    problem_fill(&problem, input, &buffers);
+    status = output_tally_init(&result->eager, record->rows, input->k, options->reps, NULL, err);
+    if (status < 0)
+        goto done;
+
+    /* One untimed warm-up launch (first-call attribute setup, module loading) before the reps. */
+    status = launch_once(device, backend, &problem, &buffers, NULL, NULL, &cause);
+    if (status < 0)
+        goto device_error;
+    for (uint32_t rep = 0; rep < options->reps; rep++) {
+        double time_us = NAN;
+        status = launch_once(device, backend, &problem, &buffers, NULL, &time_us, &cause);
+        if (status < 0)
+            goto device_error;
+        status = copy_back(device, &buffers, host_out, host_raw, &cause);
+        if (status < 0)
+            goto device_error;
+        if (options->dump_dir) {
+            status = dump_output(options, backend->name, "", rep, host_out, count, err);
+            if (status < 0)
+                goto done;
+        }
+        status = output_tally_add(&result->eager, host_out, host_raw, time_us, checks, &claims,
+                                  checks ? checks->reference : NULL, err);
+        if (status < 0)
+            goto done;
+        if (options->progress)
+            options->progress(options->progress_user, backend->name, "eager", rep + 1,
+                              options->reps);
+    }
+    if (options->graph && result->eager.reps > 0) {
+        status = replay_graph(device, backend, &problem, &buffers, checks, &claims, options,
+                              host_out, host_raw, result, err);
+        if (status == AUDIT_EDEVICE) {
+            snprintf(cause.message, sizeof(cause.message), "%s", result->graph_error);
+            goto lost;
+        }
+        if (status < 0)
+            goto done;
+    }
+    if (options->batch_invariance && result->eager.reps > 0) {
+        /* The sub-records have their own buffers: free these first. */
+        buffers_free(&buffers);
+        status = replay_batch_invariance(device, backend, record, input->k, options, result, err);
+        if (status == AUDIT_EDEVICE) {
+            snprintf(cause.message, sizeof(cause.message), "%s", result->batch.error);
+            goto lost;
+        }
+        if (status < 0)
+            goto done;
+    }
+    goto done;
+device_error:
+    status = settle_device_failure(device, "a replay", &cause);
+    if (status == AUDIT_OK) {
+        backend_result_set_status(result, BACKEND_ERROR, "%s record %u, backend %s: %s", file,
+                                  record->index, backend->name, cause.message);
+        goto done;
+    }
+lost:
+    backend_result_set_status(result, BACKEND_ERROR, "%s record %u, backend %s: %s", file,
+                              record->index, backend->name, cause.message);
+    status = audit_fail(err, AUDIT_EDEVICE, "%s record %u, backend %s: %s", file, record->index,
+                        backend->name, device->lost);
+done:
+    buffers_free(&buffers);
+    free(host_out);
+    free(host_raw);
+    return status;
+}

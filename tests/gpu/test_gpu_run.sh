@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# GPU suite: `run` end to end on the shipped captures (exit 77 = skipped without a CUDA device).
+# Checks: the deterministic backends (bitonic, sort) give one distinct output equal to the CPU
+# reference with zero violations on every record, in eager, graph and batch-invariance modes;
+# the exit code follows the verdicts; --dump-outputs files hash to the reported SHA-256; the
+# radix negative control shows at least two distinct sets on a 0.0-plateau record (if it never
+# does, the audit could not detect anything).
+. "$(dirname "$0")/../cli/lib.sh"
+
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+    echo "SKIP: nvidia-smi is absent: no NVIDIA driver on this machine"
+    exit 77
+fi
+# `devices` says whether the binary itself sees a device (a driver without a GPU, or a GPU the
+# runtime cannot use, also skips).
+"$AUDIT" devices >"$TMP/devices.txt" 2>&1
+if grep -qiE 'no (cuda )?device|insufficient' "$TMP/devices.txt"; then
+    echo "SKIP: dsatopk-audit devices reports no usable CUDA device:"; sed 's/^/    /' "$TMP/devices.txt"
+    exit 77
+fi
+
+R="$TMP/report.json"
+"$AUDIT" run --reps 5 --out "$R" captures >"$TMP/table.txt" 2>"$TMP/run.err"
+RUN_EXIT=$?
+cat "$TMP/table.txt"
+if python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["context"]["device"] is None else 1)' "$R" 2>/dev/null; then
+    echo "SKIP: the report says no device: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["context"]["device_unavailable_reason"])' "$R")"
+    exit 77
+fi
+json_check "$R" 'j["complete"] and j["exit_code"] == '"$RUN_EXIT" "the report is complete and records exit code $RUN_EXIT"
+json_check "$R" 'j["exit_code"] == (1 if j["summary"]["backends_fail"] else 0)' \
+    "exit code 0 exactly when no backend fails (1 otherwise)"
+json_check "$R" 'j["context"]["device"]["sm_count"] > 0 and j["context"]["device"]["name"]' "device block filled"
+
+# The deterministic backends: every record, one output, equal to the reference, no violation.
+DETERMINISTIC='[b for r in j["records"] for b in r["backends"] if b["name"] in ("bitonic", "sort")]'
+json_check "$R" "len($DETERMINISTIC) == 2 * len(j['records'])" "bitonic and sort ran on every record"
+json_check "$R" "all(b['status'] == 'ok' and b['verdict'] == 'pass' for b in $DETERMINISTIC)" \
+    "bitonic and sort: status ok, verdict pass everywhere"
+json_check "$R" "all(b['distinct_outputs'] == 1 and b['equals_reference_reps'] == b['reps'] == 5 for b in $DETERMINISTIC)" \
+    "bitonic and sort: one distinct output, equal to the reference in 5 of 5 reps"
+json_check "$R" "all(len(set(b['output_sha256_per_rep'])) == 1 and b['output_sha256_per_rep'][0] == r['reference']['output_sha256'] for r in j['records'] for b in r['backends'] if b['name'] in ('bitonic', 'sort'))" \
+    "bitonic and sort: every rep's hash is the reference hash"
+json_check "$R" "all(v['total_rows'] == 0 for b in $DETERMINISTIC for v in b['violations'].values())" \
+    "bitonic and sort: zero violations of every kind"
+json_check "$R" "all(b['kernel_time_us']['median'] is not None and b['kernel_time_us']['median'] > 0 for b in $DETERMINISTIC)" \
+    "kernel times measured"
+
+# Negative control: radix flaps on a plateau whose boundary sits in the 0.0 plateau.
+json_check "$R" "any(b['name'] == 'radix' and b['status'] == 'ok' and b['distinct_sets'] >= 2 for r in j['records'] if r['census']['census'][0]['underdetermined_rows'] > 0 for b in r['backends'])" \
+    "negative control: radix shows >= 2 distinct sets on an underdetermined record"
+
+# Dumps: sha256sum of each file equals the reported hash of that rep.
+mkdir -p "$TMP/dumps"
+expect_exit 0 "--dump-outputs on plateau.bin record 0 (bitonic, sort)" -- \
+    "$AUDIT" run --quiet --reps 3 --backends bitonic,sort --records 0 --dump-outputs "$TMP/dumps" \
+    --out "$TMP/dump.json" captures/plateau.bin
+python3 - "$TMP/dump.json" "$TMP/dumps" >"$TMP/dumpcheck.txt" 2>&1 <<'EOF'
+import hashlib, json, os, sys
+report = json.load(open(sys.argv[1]))
+record = report["records"][0]
+bad = 0
+files = 0
+for backend in record["backends"]:
+    for rep, expected in enumerate(backend["output_sha256_per_rep"]):
+        path = os.path.join(sys.argv[2], "plateau-r0-%s-rep%02d.bin" % (backend["name"], rep))
+        got = hashlib.sha256(open(path, "rb").read()).hexdigest()
+        files += 1
+        if got != expected:
+            bad += 1
+            print("mismatch", path, got, expected)
+print("files", files, "mismatches", bad)
+sys.exit(1 if bad or files != 6 else 0)
+EOF
+if [ $? -eq 0 ]; then pass "dump files hash to the reported output_sha256 ($(tail -1 "$TMP/dumpcheck.txt"))"
+else fail "dump hashes"; cat "$TMP/dumpcheck.txt"; fi
+
+# Graph and batch-invariance modes on the deterministic backends.
+expect_exit 0 "--graph --batch-invariance on tie.bin and relu.bin (bitonic, sort)" -- \
+    "$AUDIT" run --quiet --reps 5 --backends bitonic,sort --graph --batch-invariance --seed 3 \
+    --out "$TMP/modes.json" captures/tie.bin captures/relu.bin
+MODES='[b for r in j["records"] for b in r["backends"]]'
+json_check "$TMP/modes.json" "all(b['graph']['ran'] and b['graph']['error'] is None and b['graph']['equals_eager_reps'] == 5 and b['graph']['equals_reference_reps'] == 5 for b in $MODES)" \
+    "graph replays equal the eager output and the reference"
+json_check "$TMP/modes.json" "all(b['batch_invariance']['ran'] and b['batch_invariance']['dependent_rows_total'] == 0 and b['batch_invariance']['rows_tested'] > 0 for b in $MODES)" \
+    "batch invariance: no row depends on its batch"
+json_check "$TMP/modes.json" "all(b['verdict'] == 'pass' for b in $MODES)" "graph and batch modes: pass"
+
+# Emulating a GB10 (102400 B shared memory per SM): filtered is unsupported, with the reason.
+expect_exit 0 "--emulate-smem-per-sm 102400 --backends filtered" -- \
+    "$AUDIT" run --quiet --reps 2 --backends filtered --emulate-smem-per-sm 102400 \
+    --out "$TMP/gb10.json" captures/tie.bin
+json_check "$TMP/gb10.json" "all(b['status'] == 'unsupported' and b['reason'] and b['verdict'] == 'not_run' for r in j['records'] for b in r['backends'])" \
+    "emulated GB10: filtered unsupported with a reason, not a failure"
+json_check "$TMP/gb10.json" 'j["context"]["emulation"]["smem_per_sm_bytes"] == 102400' "emulation in the context"
+
+finish
