@@ -1,5 +1,496 @@
-/* placeholder: being written */
+/* devices: lists the CUDA devices and, for every backend of topk_backend_table, its determinism
+ * level, its limits and whether it supports each k of a list at one row length on each device,
+ * with the reason (docs/BACKENDS.md). One data model (a cJSON document, schema
+ * "dsatopk-audit/devices" version 1) is rendered as JSON or as a table.
+ *
+ * Without a GPU or driver it still lists the backends and exits 0. With --emulate-smem-per-sm and
+ * no GPU it evaluates the decisions on a described H200-like device whose shared memory is the
+ * emulated amount, so the decisions for a small device (GB10: 102400 B per SM) can be read on any
+ * machine; the output says the device is described, not present. */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cuda_runtime_api.h>
+
 #include "cli.h"
 #include "error.h"
-static int run_devices(int argc, char **argv) { (void)argc; (void)argv; return EXIT_DEVICE; }
-const struct cli_command cmd_devices = { "devices", "(being written)", "", run_devices };
+#include "json_util.h"
+#include "topk_backends.h"
+
+#define DEVICES_SCHEMA "dsatopk-audit/devices"
+#define DEVICES_SCHEMA_VERSION 1
+#define DEVICES_MAX_K 64
+#define DEVICES_REASON_BYTES 512
+
+/* The device described when there is none and shared memory is emulated: what the lent H200 reported
+ * (docs/BACKENDS.md, "Device helpers"). */
+#define DESCRIBED_NAME "H200-like device (described: no GPU present)"
+#define DESCRIBED_CC_MAJOR 9
+#define DESCRIBED_CC_MINOR 0
+#define DESCRIBED_SM_COUNT 132
+#define DESCRIBED_SMEM_PER_SM 233472u
+#define DESCRIBED_SMEM_PER_BLOCK_OPTIN 232448u
+#define DESCRIBED_L2_BYTES 62914560u
+#define DESCRIBED_GLOBAL_MEMORY_BYTES 150109880320ull
+
+static const char devices_usage[] =
+    "usage: dsatopk-audit devices [--k LIST] [--length L] [--rows B] [--format table|json]\n"
+    "                             [--emulate-smem-per-sm BYTES]\n"
+    "\n"
+    "Lists the CUDA devices (name, compute capability, SMs, shared memory per SM and per block\n"
+    "opt-in as reported and as emulated, L2, memory, driver and runtime versions) and, for each\n"
+    "backend, its determinism level, its limits and whether it supports each k at row length L\n"
+    "on that device, with the reason.\n"
+    "\n"
+    "Without a GPU or driver it prints \"no CUDA device: REASON\" and the backends' levels and\n"
+    "limits. With --emulate-smem-per-sm and no GPU, the decisions are evaluated on a described\n"
+    "H200-like device with the emulated shared memory (said so in the output).\n"
+    "\n"
+    "options:\n"
+    "  --k LIST                    comma-separated k values (default 512,1024,2048,4096)\n"
+    "  --length L                  row length the decisions assume (default 131072)\n"
+    "  --rows B                    rows per call the decisions assume (default 1)\n"
+    "  --format FORMAT             table (default) or json (schema dsatopk-audit/devices, v1)\n"
+    "  --emulate-smem-per-sm BYTES report BYTES of shared memory per SM (and at most that, less\n"
+    "                              the per-block reserve, per block), e.g. 102400 for GB10; the\n"
+    "                              global option of the same name does the same\n"
+    "  -h, --help                  show this help\n"
+    "\n"
+    "exit codes: 0 ok (also without a GPU); 2 usage error; 4 a device query failed\n";
+
+enum output_format { FORMAT_TABLE, FORMAT_JSON };
+
+struct devices_options {
+    unsigned long long k_values[DEVICES_MAX_K];
+    int k_count;
+    unsigned long long length, rows, emulate_smem_per_sm;
+    enum output_format format;
+};
+
+static int parse_options(int argc, char **argv, struct devices_options *options)
+{
+    static const struct option long_options[] = {
+        { "k", required_argument, NULL, 'k' },
+        { "length", required_argument, NULL, 'l' },
+        { "rows", required_argument, NULL, 'r' },
+        { "format", required_argument, NULL, 'f' },
+        { "emulate-smem-per-sm", required_argument, NULL, 'E' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int option;
+    opterr = 0; /* messages come from cli_usage_error */
+    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        switch (option) {
+        case 'k':
+            options->k_count = cli_parse_uint_list(optarg, options->k_values, DEVICES_MAX_K);
+            if (options->k_count <= 0)
+                return cli_usage_error(&cmd_devices,
+                                       "--k: '%s' is not a comma-separated list of at most %d "
+                                       "integers",
+                                       optarg, DEVICES_MAX_K);
+            for (int i = 0; i < options->k_count; i++)
+                if (options->k_values[i] == 0)
+                    return cli_usage_error(&cmd_devices, "--k: k must be at least 1 (in '%s')",
+                                           optarg);
+            break;
+        case 'l':
+            if (cli_parse_uint(optarg, INT32_MAX, &options->length) < 0)
+                return cli_usage_error(&cmd_devices,
+                                       "--length: '%s' is not a row length (0 to 2^31 - 1)",
+                                       optarg);
+            break;
+        case 'r':
+            if (cli_parse_uint(optarg, UINT32_MAX, &options->rows) < 0 || options->rows == 0)
+                return cli_usage_error(&cmd_devices,
+                                       "--rows: '%s' is not a row count (1 to 2^32 - 1)", optarg);
+            break;
+        case 'f':
+            if (strcmp(optarg, "table") == 0)
+                options->format = FORMAT_TABLE;
+            else if (strcmp(optarg, "json") == 0)
+                options->format = FORMAT_JSON;
+            else
+                return cli_usage_error(&cmd_devices, "--format: '%s' is not table or json", optarg);
+            break;
+        case 'E':
+            if (cli_parse_uint(optarg, 1ull << 32, &options->emulate_smem_per_sm) < 0)
+                return cli_usage_error(&cmd_devices,
+                                       "--emulate-smem-per-sm: '%s' is not a byte count", optarg);
+            break;
+        case 'h': cli_print_usage(&cmd_devices, stdout); return -1;
+        case ':':
+            return cli_usage_error(&cmd_devices, "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error(&cmd_devices, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(&cmd_devices, "unexpected argument '%s'", argv[optind]);
+    return EXIT_AUDIT_OK;
+}
+
+/* The described device: the H200's figures with the emulated shared memory applied the way
+ * gpu_device_query applies it (the per-block reserve kept). */
+static void describe_device(unsigned long long emulate_smem_per_sm, int runtime_version,
+                            struct gpu_device_info *info)
+{
+    const size_t reserve = DESCRIBED_SMEM_PER_SM - DESCRIBED_SMEM_PER_BLOCK_OPTIN;
+    memset(info, 0, sizeof(*info));
+    info->ordinal = -1;
+    snprintf(info->name, sizeof(info->name), "%s", DESCRIBED_NAME);
+    info->cc_major = DESCRIBED_CC_MAJOR;
+    info->cc_minor = DESCRIBED_CC_MINOR;
+    info->sm_count = DESCRIBED_SM_COUNT;
+    info->reported_smem_per_sm = DESCRIBED_SMEM_PER_SM;
+    info->smem_per_sm = (size_t)emulate_smem_per_sm;
+    info->smem_per_block_optin = DESCRIBED_SMEM_PER_BLOCK_OPTIN;
+    if (info->smem_per_block_optin + reserve > emulate_smem_per_sm)
+        info->smem_per_block_optin = emulate_smem_per_sm > reserve
+                                         ? (size_t)emulate_smem_per_sm - reserve
+                                         : 0;
+    info->smem_emulated = true;
+    info->l2_bytes = DESCRIBED_L2_BYTES;
+    info->global_memory_bytes = DESCRIBED_GLOBAL_MEMORY_BYTES;
+    info->driver_version = 0;
+    info->runtime_version = runtime_version;
+}
+
+/* "13.0" from CUDA's 13000; "none" for 0. */
+static void version_text(int version, char *text, size_t size)
+{
+    if (version <= 0)
+        snprintf(text, size, "none");
+    else
+        snprintf(text, size, "%d.%d", version / 1000, (version % 1000) / 10);
+}
+
+static cJSON *backend_json(const struct topk_backend *backend)
+{
+    cJSON *item = cJSON_CreateObject();
+    if (!item)
+        return NULL;
+    cJSON_AddStringToObject(item, "name", backend->name);
+    cJSON_AddStringToObject(item, "summary", backend->summary);
+    cJSON_AddStringToObject(item, "level", topk_determinism_name(backend->level));
+    cJSON_AddBoolToObject(item, "exact_set", backend->exact_set);
+    cJSON_AddBoolToObject(item, "smallest_index_ties", backend->smallest_index_ties);
+    cJSON_AddBoolToObject(item, "canonical_order", backend->canonical_order);
+    cJSON_AddBoolToObject(item, "index_ascending", backend->index_ascending);
+    cJSON_AddStringToObject(item, "limits", backend->limits);
+    return item;
+}
+
+/* The device's description and every backend's decision for every k. */
+static cJSON *device_json(const struct gpu_device_info *info, bool described,
+                          const struct devices_options *options)
+{
+    char text[32];
+    cJSON *item = cJSON_CreateObject();
+    if (!item)
+        return NULL;
+    if (described)
+        cJSON_AddNullToObject(item, "ordinal");
+    else
+        cJSON_AddNumberToObject(item, "ordinal", info->ordinal);
+    cJSON_AddBoolToObject(item, "described", described);
+    cJSON_AddStringToObject(item, "name", info->name);
+    snprintf(text, sizeof(text), "%d.%d", info->cc_major, info->cc_minor);
+    cJSON_AddStringToObject(item, "compute_capability", text);
+    cJSON_AddNumberToObject(item, "sm_count", info->sm_count);
+    json_add_u64(item, "smem_per_sm", info->smem_per_sm);
+    json_add_u64(item, "reported_smem_per_sm", info->reported_smem_per_sm);
+    json_add_u64(item, "smem_per_block_optin", info->smem_per_block_optin);
+    cJSON_AddBoolToObject(item, "smem_emulated", info->smem_emulated);
+    json_add_u64(item, "l2_bytes", info->l2_bytes);
+    json_add_u64(item, "global_memory_bytes", info->global_memory_bytes);
+    cJSON_AddNumberToObject(item, "driver_version", info->driver_version);
+    cJSON_AddNumberToObject(item, "runtime_version", info->runtime_version);
+    cJSON *backends = cJSON_AddArrayToObject(item, "backends");
+    if (!backends)
+        goto error;
+    for (int i = 0; topk_backend_table[i]; i++) {
+        const struct topk_backend *backend = topk_backend_table[i];
+        cJSON *entry = cJSON_CreateObject();
+        if (!entry)
+            goto error;
+        cJSON_AddItemToArray(backends, entry);
+        cJSON_AddStringToObject(entry, "name", backend->name);
+        cJSON_AddStringToObject(entry, "level", topk_determinism_name(backend->level));
+        cJSON *decisions = cJSON_AddArrayToObject(entry, "decisions");
+        if (!decisions)
+            goto error;
+        for (int j = 0; j < options->k_count; j++) {
+            struct topk_shape shape = {
+                .rows = (uint32_t)options->rows,
+                .k = (uint32_t)options->k_values[j],
+                .row_stride = options->length,
+                .max_length = (int32_t)options->length,
+            };
+            char reason[DEVICES_REASON_BYTES] = "";
+            int supported = backend->supports(info, &shape, reason, sizeof(reason));
+            cJSON *decision = cJSON_CreateObject();
+            if (!decision)
+                goto error;
+            cJSON_AddItemToArray(decisions, decision);
+            json_add_u64(decision, "k", shape.k);
+            cJSON_AddBoolToObject(decision, "supported", supported == 1);
+            cJSON_AddStringToObject(decision, "reason", reason);
+        }
+    }
+    return item;
+error:
+    cJSON_Delete(item);
+    return NULL;
+}
+
+static const char *string_of(const cJSON *object, const char *name)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, name);
+    return cJSON_IsString(item) ? item->valuestring : "";
+}
+
+static double number_of(const cJSON *object, const char *name)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, name);
+    return cJSON_IsNumber(item) ? item->valuedouble : 0;
+}
+
+static bool bool_of(const cJSON *object, const char *name)
+{
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(object, name));
+}
+
+static void print_device_table(FILE *out, const cJSON *device, const cJSON *query)
+{
+    char driver[16], runtime[16];
+    const cJSON *backend;
+    version_text((int)number_of(device, "driver_version"), driver, sizeof(driver));
+    version_text((int)number_of(device, "runtime_version"), runtime, sizeof(runtime));
+    if (bool_of(device, "described"))
+        fprintf(out, "\ndescribed device: %s\n", string_of(device, "name"));
+    else
+        fprintf(out, "\ndevice %.0f: %s\n", number_of(device, "ordinal"), string_of(device, "name"));
+    fprintf(out, "  compute capability     %s\n", string_of(device, "compute_capability"));
+    fprintf(out, "  SMs                    %.0f\n", number_of(device, "sm_count"));
+    if (bool_of(device, "smem_emulated"))
+        fprintf(out, "  shared memory per SM   %.0f B emulated (reported %.0f B)\n",
+                number_of(device, "smem_per_sm"), number_of(device, "reported_smem_per_sm"));
+    else
+        fprintf(out, "  shared memory per SM   %.0f B\n", number_of(device, "smem_per_sm"));
+    fprintf(out, "  per block (opt-in)     %.0f B%s\n", number_of(device, "smem_per_block_optin"),
+            bool_of(device, "smem_emulated") ? " emulated" : "");
+    fprintf(out, "  L2 cache               %.0f B\n", number_of(device, "l2_bytes"));
+    fprintf(out, "  global memory          %.0f B (%.1f GiB)\n",
+            number_of(device, "global_memory_bytes"),
+            number_of(device, "global_memory_bytes") / (1024.0 * 1024.0 * 1024.0));
+    fprintf(out, "  driver / runtime       %s / %s\n", driver, runtime);
+    fprintf(out, "  decisions at length %.0f, %.0f row(s) per call:\n",
+            number_of(query, "length"), number_of(query, "rows"));
+    cJSON_ArrayForEach(backend, cJSON_GetObjectItemCaseSensitive(device, "backends")) {
+        const cJSON *decision;
+        fprintf(out, "    %s (%s)\n", string_of(backend, "name"), string_of(backend, "level"));
+        cJSON_ArrayForEach(decision, cJSON_GetObjectItemCaseSensitive(backend, "decisions")) {
+            char k_text[32];
+            const char *reason = string_of(decision, "reason");
+            snprintf(k_text, sizeof(k_text), "k=%.0f", number_of(decision, "k"));
+            fprintf(out, "      %-8s %-13s %s\n", k_text,
+                    bool_of(decision, "supported") ? "supported" : "NOT supported", reason);
+        }
+    }
+}
+
+static void print_table(FILE *out, const cJSON *document)
+{
+    const cJSON *cuda = cJSON_GetObjectItemCaseSensitive(document, "cuda");
+    const cJSON *query = cJSON_GetObjectItemCaseSensitive(document, "query");
+    const cJSON *item;
+    char driver[16], runtime[16];
+    version_text((int)number_of(cuda, "driver_version"), driver, sizeof(driver));
+    version_text((int)number_of(cuda, "runtime_version"), runtime, sizeof(runtime));
+    if (number_of(cuda, "device_count") == 0)
+        fprintf(out, "no CUDA device: %s\n", string_of(cuda, "no_device_reason"));
+    else
+        fprintf(out, "CUDA devices: %.0f\n", number_of(cuda, "device_count"));
+    fprintf(out, "driver %s, runtime %s\n", driver, runtime);
+
+    fprintf(out, "\nbackends:\n");
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(document, "backends")) {
+        fprintf(out, "  %-13s %-15s %s\n", string_of(item, "name"), string_of(item, "level"),
+                string_of(item, "summary"));
+        fprintf(out, "  %-13s %-15s promises:%s%s%s%s%s\n", "", "",
+                bool_of(item, "exact_set") ? " exact_set" : "",
+                bool_of(item, "smallest_index_ties") ? " smallest_index_ties" : "",
+                bool_of(item, "canonical_order") ? " canonical_order" : "",
+                bool_of(item, "index_ascending") ? " index_ascending" : "",
+                !bool_of(item, "exact_set") && !bool_of(item, "smallest_index_ties") &&
+                        !bool_of(item, "canonical_order") && !bool_of(item, "index_ascending")
+                    ? " none"
+                    : "");
+        fprintf(out, "  %-13s %-15s limits: %s\n", "", "", string_of(item, "limits"));
+    }
+    const cJSON *devices = cJSON_GetObjectItemCaseSensitive(document, "devices");
+    if (number_of(cuda, "device_count") == 0) {
+        if (cJSON_GetArraySize(devices) > 0)
+            fprintf(out, "\nno GPU here: the decisions below are for a described H200-like device "
+                         "with the emulated shared memory, not for a device that is present.\n");
+        else
+            fprintf(out, "\nno device to decide for (give --emulate-smem-per-sm BYTES to see the "
+                         "decisions for a described device with that shared memory)\n");
+    }
+    cJSON_ArrayForEach(item, devices)
+        print_device_table(out, item, query);
+}
+
+/* Renders the document into a newly allocated string. */
+static char *render(const cJSON *document, enum output_format format)
+{
+    if (format == FORMAT_JSON) {
+        char *printed = cJSON_Print(document);
+        if (!printed)
+            return NULL;
+        size_t size = strlen(printed);
+        char *text = malloc(size + 2);
+        if (text) {
+            memcpy(text, printed, size);
+            memcpy(text + size, "\n", 2);
+        }
+        cJSON_free(printed);
+        return text;
+    }
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    if (!out)
+        return NULL;
+    print_table(out, document);
+    if (fclose(out) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+static int run_devices(int argc, char **argv)
+{
+    struct devices_options options = {
+        .k_values = { 512, 1024, 2048, 4096 },
+        .k_count = 4,
+        .length = 131072,
+        .rows = 1,
+        .emulate_smem_per_sm = cli_globals.emulate_smem_per_sm,
+        .format = FORMAT_TABLE,
+    };
+    struct audit_error err = { 0 };
+    char why[512] = "";
+    char *text = NULL;
+    int device_count = 0, runtime_version = 0, driver_version = 0;
+    int exit_code = parse_options(argc, argv, &options);
+    if (exit_code == -1)
+        return EXIT_AUDIT_OK; /* --help */
+    if (exit_code != EXIT_AUDIT_OK)
+        return exit_code;
+
+    int status = gpu_device_count(&device_count, why, sizeof(why));
+    if (status != 0) {
+        fprintf(stderr, "dsatopk-audit devices: counting CUDA devices failed: %s\n", why);
+        return EXIT_DEVICE;
+    }
+    /* Both answer without a driver: the runtime is linked in, the driver reports 0 if absent. */
+    if (cudaRuntimeGetVersion(&runtime_version) != cudaSuccess)
+        runtime_version = 0;
+    if (cudaDriverGetVersion(&driver_version) != cudaSuccess)
+        driver_version = 0;
+    (void)cudaGetLastError();
+
+    cJSON *document = cJSON_CreateObject();
+    if (!document)
+        goto out_of_memory;
+    cJSON_AddStringToObject(document, "schema", DEVICES_SCHEMA);
+    cJSON_AddNumberToObject(document, "version", DEVICES_SCHEMA_VERSION);
+    cJSON_AddStringToObject(document, "tool_version", cli_version());
+    cJSON *query = cJSON_AddObjectToObject(document, "query");
+    cJSON *k_list = query ? cJSON_AddArrayToObject(query, "k") : NULL;
+    if (!k_list)
+        goto out_of_memory;
+    for (int i = 0; i < options.k_count; i++)
+        cJSON_AddItemToArray(k_list, cJSON_CreateNumber((double)options.k_values[i]));
+    json_add_u64(query, "length", options.length);
+    json_add_u64(query, "rows", options.rows);
+    json_add_u64(query, "emulate_smem_per_sm", options.emulate_smem_per_sm);
+
+    cJSON *cuda = cJSON_AddObjectToObject(document, "cuda");
+    if (!cuda)
+        goto out_of_memory;
+    cJSON_AddNumberToObject(cuda, "device_count", device_count);
+    if (device_count == 0)
+        cJSON_AddStringToObject(cuda, "no_device_reason", why);
+    else
+        cJSON_AddNullToObject(cuda, "no_device_reason");
+    cJSON_AddNumberToObject(cuda, "driver_version", driver_version);
+    cJSON_AddNumberToObject(cuda, "runtime_version", runtime_version);
+
+    cJSON *backends = cJSON_AddArrayToObject(document, "backends");
+    if (!backends)
+        goto out_of_memory;
+    for (int i = 0; topk_backend_table[i]; i++) {
+        cJSON *backend = backend_json(topk_backend_table[i]);
+        if (!backend)
+            goto out_of_memory;
+        cJSON_AddItemToArray(backends, backend);
+    }
+
+    cJSON *devices = cJSON_AddArrayToObject(document, "devices");
+    if (!devices)
+        goto out_of_memory;
+    for (int ordinal = 0; ordinal < device_count; ordinal++) {
+        struct gpu_device_info info;
+        if (gpu_device_query(ordinal, options.emulate_smem_per_sm, &info, &err) != 0) {
+            fprintf(stderr, "dsatopk-audit devices: %s\n", err.message);
+            exit_code = EXIT_DEVICE;
+            goto done;
+        }
+        cJSON *device = device_json(&info, false, &options);
+        if (!device)
+            goto out_of_memory;
+        cJSON_AddItemToArray(devices, device);
+    }
+    if (device_count == 0 && options.emulate_smem_per_sm > 0) {
+        struct gpu_device_info info;
+        describe_device(options.emulate_smem_per_sm, runtime_version, &info);
+        cJSON *device = device_json(&info, true, &options);
+        if (!device)
+            goto out_of_memory;
+        cJSON_AddItemToArray(devices, device);
+    }
+
+    text = render(document, options.format);
+    if (!text)
+        goto out_of_memory;
+    if (json_write_text_atomic("-", text, &err) != AUDIT_OK) {
+        fprintf(stderr, "dsatopk-audit devices: %s\n", err.message);
+        exit_code = EXIT_BAD_INPUT;
+        goto done;
+    }
+    exit_code = EXIT_AUDIT_OK;
+    goto done;
+out_of_memory:
+    fprintf(stderr, "dsatopk-audit devices: out of memory\n");
+    exit_code = EXIT_DEVICE;
+done:
+    free(text);
+    cJSON_Delete(document);
+    return exit_code;
+}
+
+const struct cli_command cmd_devices = {
+    "devices",
+    "list CUDA devices and which backend supports which k on each",
+    devices_usage,
+    run_devices,
+};
