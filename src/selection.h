@@ -1,0 +1,122 @@
+/* Row selection and row-by-row comparison of captures: the logic behind `extract` and `diff`
+ * (docs/TRIAGE.md), kept apart from the command files so the unit tests reach it. */
+#ifndef DSATOPK_SELECTION_H
+#define DSATOPK_SELECTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture.h"
+#include "error.h"
+#include "reference.h"
+
+/* ---- lists and row subsets (extract) ---- */
+
+/* Parses "7", "0,4,9" or "2-5,8" into a malloc'ed ascending list without duplicates. A list
+ * that expands to more than CAPTURE_MAX_ROWS values is refused. Errors are AUDIT_EUSAGE naming
+ * option (e.g. "--rows") and the item at fault. */
+int selection_parse_list(const char *text, const char *option, uint32_t **values, size_t *count,
+                         struct audit_error *err);
+
+/* Sorts values ascending and drops duplicates; returns the new count. */
+size_t selection_sort_unique(uint32_t *values, size_t count);
+
+/* Builds dst from the listed rows of src, in the order given: scores rows (row_stride kept),
+ * lengths, row_starts, page-table rows and their row starts, engine indices; k, page_size and
+ * the metadata text are copied. A row >= src->rows is AUDIT_EUSAGE naming it. dst is freed with
+ * capture_record_free. */
+int selection_extract_rows(const struct capture_record *src, const uint32_t *rows, size_t count,
+                           struct capture_record *dst, struct audit_error *err);
+
+/* ---- diff: what changed between two captures of the same calls ---- */
+
+/* Every row falls in exactly one case (docs/TRIAGE.md explains each). "Selection" means the set
+ * of selected indices; order changes are reported as flags. */
+enum diff_case {
+    DIFF_CASE_IDENTICAL,                      /* same scores, same engine output (or none) */
+    DIFF_CASE_SCORES_DIFFER_SELECTION_SAME,   /* absorbed: same exact and engine sets */
+    DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED,/* the exact selection moved with the scores */
+    DIFF_CASE_SCORES_SAME_ENGINE_DIFFERS,     /* same scores, different engine output */
+    DIFF_CASE_SCORES_DIFFER_ENGINE_CHANGED_ALONE, /* exact set kept, engine set changed */
+    DIFF_CASE_SCORES_DIFFER_ENGINE_KEPT,      /* exact set changed, engine set kept */
+    DIFF_CASE_WINDOW_DIFFERS,                 /* length or row start differ: not the same call */
+    DIFF_CASE_COUNT,
+};
+
+/* Who is at fault for a row's divergence. */
+enum diff_attribution {
+    DIFF_ATTRIBUTION_NONE,             /* nothing diverged, or the selection absorbed it */
+    DIFF_ATTRIBUTION_UPSTREAM,         /* the scores changed and carried the selection along */
+    DIFF_ATTRIBUTION_SELECTION_KERNEL, /* the selection kernel changed its output on its own */
+    DIFF_ATTRIBUTION_INCONCLUSIVE,     /* the engine does not follow the exact top-k here */
+    DIFF_ATTRIBUTION_CAPTURE_MISMATCH, /* the rows are not captures of the same call */
+    DIFF_ATTRIBUTION_COUNT,
+};
+
+const char *diff_case_name(enum diff_case diff_case);
+const char *diff_attribution_name(enum diff_attribution attribution);
+enum diff_attribution diff_case_attribution(enum diff_case diff_case);
+
+struct diff_row {
+    uint32_t row;
+    enum diff_case diff_case;
+    bool window_differs;            /* lengths[row] or row_starts[row] differ */
+    bool scores_identical;          /* every window element has the same bits */
+    uint64_t differing_elements;    /* window positions whose bits differ (plus any length gap) */
+    double max_abs_diff;            /* largest |a - b| over differing elements; +inf when a
+                                       non-finite value is involved */
+    bool nonfinite_changed;         /* some differing element is NaN or +-inf in A or B */
+    uint32_t max_ulp_diff;          /* largest topk_order_key distance (total-order ULPs) */
+
+    /* A's census at the compared k (valid when the scores differ). */
+    bool short_row;                 /* A has <= k candidates: everything selected, no gap */
+    double boundary_gap;            /* k-th minus (k+1)-th of A (0 when tied) */
+    int64_t tie_set;
+    /* Largest drop of an element at or above A's boundary plus largest rise of an element at or
+     * below A's (k+1)-th value: a set change needs this to reach the gap. */
+    double crossing_perturbation;
+    bool perturbation_exceeds_gap;  /* the perturbation is able to change the selected set */
+
+    bool reference_set_changed;     /* CPU reference (exact top-k) of A vs B */
+    bool reference_order_changed;
+    bool engine_compared;           /* both records carry engine_indices of the same k */
+    bool engine_set_changed;
+    bool engine_order_changed;
+    bool page_table_differs;        /* the page-table entries covering the window differ */
+};
+
+struct diff_scratch {
+    struct topk_scratch topk;
+    size_t capacity;                 /* of each array below, in elements */
+    int32_t *reference_a, *reference_b;
+    int64_t *sorted_a, *sorted_b;
+    int64_t *engine_a, *engine_b;
+    uint64_t *page_keys;             /* page id << 32 | slot, for page-table inversion */
+    size_t page_capacity;
+};
+
+void diff_scratch_free(struct diff_scratch *scratch);
+
+/* Compares row `row` (< both row counts) of a and b with the reference and census at k (> 0).
+ * Engine outputs are compared when both records carry them with a->k == b->k; when the two page
+ * tables differ for this row, engine indices are mapped back to window positions first, so a
+ * different KV-cache page placement alone is not reported as a different selection. */
+int diff_row_compare(const struct capture_record *a, const struct capture_record *b, uint32_t row,
+                     uint32_t k, struct diff_scratch *scratch, struct diff_row *out,
+                     struct audit_error *err);
+
+/* Record-level differences that make two records not the same call. */
+struct diff_record_shape {
+    uint32_t common_rows;           /* rows compared: min of both */
+    bool rows_differ;
+    bool k_differs;
+    bool page_table_layout_differs; /* one has a page table and the other not, or page sizes */
+    bool engine_presence_differs;   /* only one carries engine_indices (not a mismatch) */
+};
+
+/* Fills shape; returns true when the records mismatch (rows, k or page-table layout). */
+bool diff_record_shape_compare(const struct capture_record *a, const struct capture_record *b,
+                               struct diff_record_shape *shape);
+
+#endif
