@@ -13,12 +13,15 @@
 #include "error.h"
 
 enum check_kind {
-    CHECK_SHORT = 0,       /* -1 where the row still had unselected candidates */
+    CHECK_SHORT = 0,       /* fewer non -1 entries than min(k, candidates) */
     CHECK_DUPLICATE,       /* an index appears twice in a row */
     CHECK_OUT_OF_RANGE,    /* index < -1 or >= length, or a selected exact -inf */
-    CHECK_WRONG_SET,       /* selected-score multiset differs from the reference's */
-    CHECK_TIE_RULE,        /* boundary ties not the smallest indices (backends that claim it) */
-    CHECK_ORDER,           /* order not canonical / not index-ascending (backends that claim it) */
+    CHECK_WRONG_SET,       /* selected-score multiset differs from the reference's (always so
+                              when a row is short or has an out-of-range entry) */
+    CHECK_TIE_RULE,        /* right multiset, but not the reference's index set, i.e. boundary
+                              ties not the smallest indices (backends that claim it) */
+    CHECK_ORDER,           /* two consecutive valid entries out of canonical / index-ascending
+                              order (backends that claim it); judged on any set */
     CHECK_PADDING,         /* a real index after a -1, or -1 not at the end */
     CHECK_PAGE_TRANSLATION,/* translated index differs from the page table's translation of raw */
     CHECK_RAW_MISALIGNED,  /* raw and translated outputs disagree on which slots are -1 */
@@ -52,12 +55,15 @@ struct check_context {
     size_t seen_bytes;
 };
 
+/* k == 0 means the record's own k. The record must stay alive while the context is used. */
 int checks_prepare(struct check_context *context, const struct capture_record *record, uint32_t k,
                    struct audit_error *err);
 void checks_release(struct check_context *context);
 
-/* Checks one output (rows * k, translated when paged) and its raw indices (NULL when the record
- * has no page table). row_flags, if not NULL, receives per row a bitmask of (1 << check_kind). */
+/* Checks one output (rows * k, translated when paged) and its raw indices (required when the
+ * record has a page table, ignored otherwise). counts is overwritten, not accumulated. claims
+ * may be NULL (no tie or order promise). row_flags, if not NULL, receives per row a bitmask of
+ * (1 << check_kind). Not thread-safe per context (it uses the context's scratch marks). */
 int checks_output(struct check_context *context, const int32_t *out, const int32_t *raw_out,
                   const struct check_claims *claims, struct check_counts *counts,
                   uint32_t *row_flags, struct audit_error *err);
