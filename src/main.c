@@ -17,6 +17,7 @@ static const struct cli_command *const command_table[] = {
     &cmd_inspect,
     &cmd_synth,
     &cmd_devices,
+    &cmd_bench,
     &cmd_diff,
     &cmd_extract,
     &cmd_import,
