@@ -39,11 +39,6 @@
 #include <cstdint>
 #include <cstdio>
 
-/* src/error.h has no extern "C" guards: give its declarations C linkage before
- * topk_backends.h includes it. */
-extern "C" {
-#include "../src/error.h"
-}
 #include "topk_backends.h"
 #include "topk_common.cuh"
 

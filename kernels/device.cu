@@ -5,11 +5,6 @@
 #include <cstdio>
 #include <cstring>
 
-/* src/error.h has no extern "C" guards: give its declarations C linkage before
- * topk_backends.h includes it, or audit_fail() would be looked up as a C++ symbol. */
-extern "C" {
-#include "../src/error.h"
-}
 #include "topk_backends.h"
 
 /* Errors that mean "this machine has no usable CUDA device", not "something failed". */

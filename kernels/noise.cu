@@ -14,11 +14,6 @@
 #include <cstdlib>
 #include <cstring>
 
-/* src/error.h has no extern "C" guards: give its declarations C linkage before
- * topk_backends.h includes it, or audit_fail() would be looked up as a C++ symbol. */
-extern "C" {
-#include "../src/error.h"
-}
 #include "topk_backends.h"
 
 #define NOISE_GEMM_N 2048

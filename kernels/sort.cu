@@ -25,11 +25,6 @@
 
 #include <cub/device/device_segmented_radix_sort.cuh>
 
-/* src/error.h has no extern "C" guards: give its declarations C linkage before
- * topk_backends.h includes it. */
-extern "C" {
-#include "../src/error.h"
-}
 #include "topk_backends.h"
 #include "topk_common.cuh"
 
