@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """torch.topk on the same shapes as `dsatopk-audit bench`, timed the same way: CUDA graph replay,
-inputs rotated over more than twice the L2 cache, median per call over >= 100 replays.
+one input copy per launch, L2 overwritten before each replay, median per call over >= 100 replays.
 
 Usage (on the GPU machine): scripts/bench_torch.py [--shapes 16x131072:2048,...] [--out FILE]
 Writes JSON results with the schema of the bench command's (backend "torch.topk")."""
@@ -33,13 +33,25 @@ def make_scores(family, rows, length, generator):
 def time_shape(family, rows, length, k, replays, l2_bytes, generator):
     input_bytes = rows * length * 4
     copies = max(2, -(-(2 * l2_bytes + 1) // input_bytes))
-    launches = min(2000, max(20, copies))
     base = make_scores(family, rows, length, generator)
     inputs = [base.clone() for _ in range(copies)]
+    flush = torch.empty(2 * l2_bytes, dtype=torch.uint8, device="cuda")
     stream = torch.cuda.Stream()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.cuda.stream(stream):
         torch.topk(inputs[0], k, dim=-1)  # warm-up outside capture
-    torch.cuda.synchronize()
+        start.record()
+        for i in range(5):
+            torch.topk(inputs[i % copies], k, dim=-1)
+        stop.record()
+    stop.synchronize()
+    eager_us = start.elapsed_time(stop) * 1e3 / 5
+    # Same sizing as `dsatopk-audit bench`: one launch per copy, replays of about 5 ms at most,
+    # at least 20 launches.
+    launches = copies
+    if launches * eager_us > 5000:
+        launches = int(5000 / eager_us)
+    launches = max(20, launches)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=stream):
         for i in range(launches):
@@ -48,15 +60,15 @@ def time_shape(family, rows, length, k, replays, l2_bytes, generator):
         graph.replay()
     torch.cuda.synchronize()
     samples = []
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(replays):
+    for replay in range(replays):
+        flush.fill_(replay & 0xFF)  # overwrite the L2 before every replay, untimed
         start.record()
         graph.replay()
         stop.record()
         stop.synchronize()
         samples.append(start.elapsed_time(stop) * 1e3 / launches)
     samples.sort()
-    del graph, inputs
+    del graph, inputs, flush
     torch.cuda.empty_cache()
     return {"median_us": statistics.median(samples), "min_us": samples[0],
             "max_us": samples[-1], "replays": replays, "launches_per_replay": launches,
