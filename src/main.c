@@ -21,6 +21,7 @@ static const struct cli_command *const command_table[] = {
     &cmd_diff,
     &cmd_extract,
     &cmd_import,
+    &cmd_report,
     NULL,
 };
 
