@@ -1,0 +1,153 @@
+/* report: renders a run report (and optionally a gate verdict) as one self-contained HTML page.
+ * The drawing lives in src/html_report.c; this file reads and checks the inputs and maps errors
+ * to exit codes. */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "error.h"
+#include "html_report.h"
+#include "json_util.h"
+#include "report.h"
+
+#define GATE_VERDICT_SCHEMA "dsatopk-audit/gate"
+
+static const char report_usage[] =
+    "usage: dsatopk-audit report [--gate VERDICT.json] [-o FILE] REPORT.json\n"
+    "\n"
+    "Draws the JSON report of `run` as one self-contained HTML page (inline SVG and CSS, no\n"
+    "script, nothing fetched from the network): the context and the verdict per backend first,\n"
+    "then one folded section per record with its census (tie-set sizes, boundary gaps on a log\n"
+    "scale, the fraction of 0.0), the census predictions next to the flapping and wrong rows\n"
+    "observed, each backend's distinct outputs, violations and kernel times, and a rows x reps\n"
+    "picture of the rows that flapped. With --gate, the verdict of `gate` is shown too: its\n"
+    "failing records, backends and rows first. Layout and fields: docs/REPORT.md \"HTML report\".\n"
+    "\n"
+    "options:\n"
+    "  -g, --gate FILE     a gate verdict (schema dsatopk-audit/gate) to show with the report\n"
+    "  -o, --output FILE   the page to write, atomically (default: REPORT with .json replaced\n"
+    "                      by .html; - writes to stdout)\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "exit codes: 0 written; 2 usage error; 3 REPORT or VERDICT unreadable, not JSON or of\n"
+    "            another schema, or the page could not be written; 4 out of memory\n";
+
+struct report_options {
+    const char *report_path;
+    const char *gate_path;
+    const char *output_path;
+    char default_output[4096];
+};
+
+/* EXIT_AUDIT_OK to go on, -1 after --help, else the exit code. */
+static int parse_options(int argc, char **argv, struct report_options *options)
+{
+    static const struct option long_options[] = {
+        { "gate", required_argument, NULL, 'g' },
+        { "output", required_argument, NULL, 'o' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int option;
+    opterr = 0; /* messages come from cli_usage_error */
+    while ((option = getopt_long(argc, argv, ":g:o:h", long_options, NULL)) != -1) {
+        switch (option) {
+        case 'g': options->gate_path = optarg; break;
+        case 'o': options->output_path = optarg; break;
+        case 'h': cli_print_usage(&cmd_report, stdout); return -1;
+        case ':':
+            return cli_usage_error(&cmd_report, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(&cmd_report, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (argc - optind != 1)
+        return cli_usage_error(&cmd_report, "expected one REPORT.json, got %d arguments",
+                               argc - optind);
+    options->report_path = argv[optind];
+    if (!options->output_path) {
+        /* report.json -> report.html; anything else gets .html appended. */
+        const char *path = options->report_path;
+        size_t length = strlen(path);
+        if (length > 5 && strcmp(path + length - 5, ".json") == 0)
+            length -= 5;
+        if (length + sizeof(".html") > sizeof(options->default_output))
+            return cli_usage_error(&cmd_report, "REPORT path too long to derive the output "
+                                                "name; give -o FILE");
+        memcpy(options->default_output, path, length);
+        memcpy(options->default_output + length, ".html", sizeof(".html"));
+        options->output_path = options->default_output;
+    }
+    if (strcmp(options->output_path, options->report_path) == 0 ||
+        (options->gate_path && strcmp(options->output_path, options->gate_path) == 0))
+        return cli_usage_error(&cmd_report, "-o %s would overwrite an input", options->output_path);
+    return EXIT_AUDIT_OK;
+}
+
+/* Reads path and checks that it is a JSON object of the expected schema. A document without a
+ * schema field is accepted (hand-written or older files); one of another schema is refused, as
+ * it is most likely the wrong file. */
+static int read_document(const char *path, const char *schema, cJSON **json_out,
+                         struct audit_error *err)
+{
+    cJSON *json = NULL;
+    int status = json_read_file(path, &json, err);
+    if (status != AUDIT_OK)
+        return status;
+    if (!cJSON_IsObject(json)) {
+        cJSON_Delete(json);
+        return audit_fail(err, AUDIT_EDATA, "%s: not a JSON object (expected a %s document)", path,
+                          schema);
+    }
+    const cJSON *found = cJSON_GetObjectItemCaseSensitive(json, "schema");
+    if (cJSON_IsString(found) && strcmp(found->valuestring, schema) != 0) {
+        audit_fail(err, AUDIT_EDATA, "%s: schema \"%.200s\" is not %s", path, found->valuestring,
+                   schema);
+        cJSON_Delete(json);
+        return AUDIT_EDATA;
+    }
+    if (found && !cJSON_IsString(found)) {
+        cJSON_Delete(json);
+        return audit_fail(err, AUDIT_EDATA, "%s: the schema field is not a string (expected %s)",
+                          path, schema);
+    }
+    if (!found)
+        fprintf(stderr, "dsatopk-audit report: warning: %s has no schema field; reading it as %s\n",
+                path, schema);
+    *json_out = json;
+    return AUDIT_OK;
+}
+
+static int run_report(int argc, char **argv)
+{
+    struct report_options options = { 0 };
+    struct audit_error err = { 0 };
+    cJSON *report = NULL, *verdict = NULL;
+    int parsed = parse_options(argc, argv, &options);
+    if (parsed != EXIT_AUDIT_OK)
+        return parsed < 0 ? EXIT_AUDIT_OK : parsed;
+
+    int status = read_document(options.report_path, REPORT_SCHEMA, &report, &err);
+    if (status == AUDIT_OK && options.gate_path)
+        status = read_document(options.gate_path, GATE_VERDICT_SCHEMA, &verdict, &err);
+    if (status == AUDIT_OK)
+        status = html_report_write(options.output_path, report, verdict, &err);
+    if (status != AUDIT_OK)
+        fprintf(stderr, "dsatopk-audit report: %s\n", err.message);
+    else if (strcmp(options.output_path, "-") != 0)
+        fprintf(stderr, "dsatopk-audit report: wrote %s\n", options.output_path);
+    cJSON_Delete(report);
+    cJSON_Delete(verdict);
+    return status == AUDIT_OK ? EXIT_AUDIT_OK : audit_exit_code(status);
+}
+
+const struct cli_command cmd_report = {
+    "report",
+    "draws a run report (and a gate verdict) as one self-contained HTML page",
+    report_usage,
+    run_report,
+};
