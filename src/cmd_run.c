@@ -18,6 +18,7 @@
 #include "checks.h"
 #include "cli.h"
 #include "error.h"
+#include "gate.h"
 #include "hash.h"
 #include "json_util.h"
 #include "replay.h"
@@ -32,6 +33,9 @@
 #define RUN_MAX_BACKENDS 32
 #define RUN_MAX_REPS 100000ull
 #define RUN_DEFAULT_CAPTURES "captures"
+/* --devices: entries in the list (the same device may appear several times). */
+#define RUN_MAX_DEVICES 64
+#define RUN_MAX_SHARDS (1u << 20)
 
 static const char run_usage[] =
     "usage: dsatopk-audit run [options] [CAPTURE_OR_DIR...]\n"
@@ -55,6 +59,12 @@ static const char run_usage[] =
     "  --rows LIST              only these rows of each record (row numbers stay those of the file)\n"
     "  --k N                    replace each record's k\n"
     "  --device N               CUDA device ordinal (default 0)\n"
+    "  --devices LIST           run the whole audit on each listed device in turn (e.g. 0,1 or\n"
+    "                           all; a device listed twice is compared with itself) and add a\n"
+    "                           cross_device block: do the output hashes agree across devices?\n"
+    "  --shard I/N              audit every N-th selected record starting at I (records numbered\n"
+    "                           across the inputs in order); `merge` joins the shard reports\n"
+    "  --baseline-out FILE      also write the baseline subset of the report for `gate`\n"
     "  --graph                  also replay one launch captured in a CUDA graph, --reps times\n"
     "  --batch-invariance       run each row alone and inside shuffled batches of the other rows\n"
     "  --emulate-smem-per-sm B  pretend the device has B bytes of shared memory per SM\n"
@@ -63,10 +73,11 @@ static const char run_usage[] =
     "  -h, --help               show this help\n"
     "\n"
     "exit codes: 0 every backend run meets its claimed level (unsupported and unavailable do not\n"
-    "            fail); 1 a backend failed its level or hit an error; 2 usage error (also a --rows\n"
-    "            row a record does not have); 3 a capture is missing, corrupt or truncated (the\n"
-    "            records before it are in the report); 4 the device failed and stopped the GPU work\n"
-    "            or the host ran out of memory\n";
+    "            fail); 1 a backend failed its level or hit an error, or devices that must agree\n"
+    "            (--devices) disagree; 2 usage error (also a --rows row a record does not have);\n"
+    "            3 a capture is missing, corrupt or truncated (the records before it are in the\n"
+    "            report); 4 the device failed and stopped the GPU work (any --devices entry) or\n"
+    "            the host ran out of memory\n";
 
 enum table_format { TABLE_ON, TABLE_OFF };
 
@@ -85,6 +96,13 @@ struct run_options {
     size_t row_count;
     uint32_t k_override;
     int device;
+    bool device_given;
+    int devices[RUN_MAX_DEVICES]; /* --devices, in order; device_count 0: not given */
+    size_t device_count;
+    bool all_devices;             /* --devices all: filled once the device count is known */
+    const char *devices_text;
+    uint32_t shard_index, shard_count; /* shard_count 0: no --shard */
+    const char *baseline_out;
     bool graph, batch_invariance, quiet;
     enum table_format format;
     unsigned long long emulate_smem_per_sm;
@@ -108,6 +126,13 @@ struct run_state {
     /* Progress line context. */
     const char *progress_file;
     uint32_t progress_record;
+    /* --shard numbering and --devices passes. */
+    uint64_t next_global_index;
+    size_t pass;                    /* the --devices entry this pass runs on (0 without) */
+    cJSON *record_cursor;           /* pass 0: the record added last; later passes: where the
+                                       search for the record being replayed starts */
+    cJSON *device_identity;         /* this pass's device for per_device[] (NULL without) */
+    bool any_device_lost;
 };
 
 enum run_option_id {
@@ -126,6 +151,9 @@ enum run_option_id {
     OPTION_EMULATE,
     OPTION_FORMAT,
     OPTION_QUIET,
+    OPTION_DEVICES,
+    OPTION_SHARD,
+    OPTION_BASELINE_OUT,
 };
 
 static int parse_backends(const char *text, struct run_options *options)
@@ -168,6 +196,53 @@ done:
     return status;
 }
 
+/* "0,1,1" or "all"; duplicates are allowed (a device compared with itself). */
+static int parse_devices(const char *text, struct run_options *options)
+{
+    unsigned long long values[RUN_MAX_DEVICES];
+    options->devices_text = text;
+    if (strcmp(text, "all") == 0) {
+        options->all_devices = true;
+        options->device_count = 0;
+        return AUDIT_OK;
+    }
+    int count = cli_parse_uint_list(text, values, RUN_MAX_DEVICES);
+    if (count <= 0)
+        return cli_usage_error(&cmd_run, "--devices: '%s' is not 'all' or a list of at most %d "
+                                         "device ordinals (e.g. 0,1)", text, RUN_MAX_DEVICES);
+    for (int i = 0; i < count; i++) {
+        if (values[i] > 1023)
+            return cli_usage_error(&cmd_run, "--devices: %llu is not a device ordinal", values[i]);
+        options->devices[i] = (int)values[i];
+    }
+    options->all_devices = false;
+    options->device_count = (size_t)count;
+    return AUDIT_OK;
+}
+
+/* "I/N" with 0 <= I < N. */
+static int parse_shard(const char *text, struct run_options *options)
+{
+    char index_text[16], count_text[16];
+    const char *slash = strchr(text, '/');
+    unsigned long long index, count;
+    if (!slash || (size_t)(slash - text) >= sizeof(index_text) ||
+        strlen(slash + 1) >= sizeof(count_text))
+        goto bad;
+    memcpy(index_text, text, (size_t)(slash - text));
+    index_text[slash - text] = '\0';
+    snprintf(count_text, sizeof(count_text), "%s", slash + 1);
+    if (cli_parse_uint(index_text, RUN_MAX_SHARDS, &index) < 0 ||
+        cli_parse_uint(count_text, RUN_MAX_SHARDS, &count) < 0 || count == 0 || index >= count)
+        goto bad;
+    options->shard_index = (uint32_t)index;
+    options->shard_count = (uint32_t)count;
+    return AUDIT_OK;
+bad:
+    return cli_usage_error(&cmd_run, "--shard: '%s' is not I/N with 0 <= I < N <= %u (e.g. 0/4)",
+                           text, RUN_MAX_SHARDS);
+}
+
 static int parse_list_option(const char *text, const char *option, uint32_t **values,
                              size_t *count)
 {
@@ -198,6 +273,9 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
         { "emulate-smem-per-sm", required_argument, NULL, OPTION_EMULATE },
         { "format", required_argument, NULL, OPTION_FORMAT },
         { "quiet", no_argument, NULL, OPTION_QUIET },
+        { "devices", required_argument, NULL, OPTION_DEVICES },
+        { "shard", required_argument, NULL, OPTION_SHARD },
+        { "baseline-out", required_argument, NULL, OPTION_BASELINE_OUT },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -263,6 +341,20 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
             if (cli_parse_uint(optarg, 1023, &value) < 0)
                 return cli_usage_error(&cmd_run, "--device: '%s' is not a device ordinal", optarg);
             options->device = (int)value;
+            options->device_given = true;
+            break;
+        case OPTION_DEVICES:
+            if (parse_devices(optarg, options) != AUDIT_OK)
+                return EXIT_USAGE;
+            break;
+        case OPTION_SHARD:
+            if (parse_shard(optarg, options) != AUDIT_OK)
+                return EXIT_USAGE;
+            break;
+        case OPTION_BASELINE_OUT:
+            if (!*optarg)
+                return cli_usage_error(&cmd_run, "--baseline-out: empty path");
+            options->baseline_out = optarg;
             break;
         case OPTION_GRAPH: options->graph = true; break;
         case OPTION_BATCH: options->batch_invariance = true; break;
@@ -285,6 +377,11 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
         default: return cli_usage_error(&cmd_run, "unknown option (see --help)");
         }
     }
+    if (options->device_given && options->devices_text)
+        return cli_usage_error(&cmd_run, "--device and --devices exclude each other");
+    if (options->baseline_out && strcmp(options->baseline_out, "-") == 0 &&
+        strcmp(options->out_path, "-") == 0)
+        return cli_usage_error(&cmd_run, "--out - and --baseline-out - would both write to stdout");
     *first_path = optind;
     return -1;
 }
@@ -435,6 +532,9 @@ static void input_error(struct run_state *state, const char *file, int64_t recor
                         const char *kind, const char *message)
 {
     struct audit_error err = { 0 };
+    /* Every --devices pass reads the same inputs: the first pass reported their errors. */
+    if (state->pass > 0)
+        return;
     clear_progress(state);
     fprintf(stderr, "dsatopk-audit run: %s\n", message);
     if (strcmp(kind, "selection") == 0)
@@ -461,9 +561,135 @@ static void print_record(struct run_state *state, const struct record_result *re
     fflush(state->table);
 }
 
+/* ---- --devices: per-device results ---------------------------------------------------------- */
+
+/* The device of one --devices entry as per_device[] and cross_device show it; info NULL when
+ * the device could not be opened. */
+static cJSON *device_identity_json(size_t index, int ordinal, const struct gpu_device_info *info)
+{
+    cJSON *json = cJSON_CreateObject();
+    char text[32];
+    if (!json)
+        return NULL;
+    json_add_u64(json, "index", index);
+    cJSON_AddNumberToObject(json, "ordinal", ordinal);
+    if (!info) {
+        cJSON_AddNullToObject(json, "name");
+        return json;
+    }
+    cJSON_AddStringToObject(json, "name", info->name);
+    snprintf(text, sizeof(text), "%d.%d", info->cc_major, info->cc_minor);
+    cJSON_AddStringToObject(json, "compute_capability", text);
+    cJSON_AddNumberToObject(json, "sm_count", info->sm_count);
+    json_add_u64(json, "smem_per_sm_bytes", info->smem_per_sm);
+    cJSON_AddBoolToObject(json, "smem_emulated", info->smem_emulated);
+    cJSON_AddNumberToObject(json, "driver_version_number", info->driver_version);
+    cJSON_AddNumberToObject(json, "runtime_version_number", info->runtime_version);
+    return json;
+}
+
+static cJSON *json_child(const cJSON *object, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(object, key);
+}
+
+/* Appends the backends of source (a record object of this pass) to the per_device[] lists of
+ * target's backends (the record in the report), each with this pass's device. */
+static int attach_per_device(struct run_state *state, cJSON *target, const cJSON *source,
+                             struct audit_error *err)
+{
+    const cJSON *target_list = json_child(target, "backends");
+    const cJSON *source_list = json_child(source, "backends");
+    cJSON *target_backend = target_list ? target_list->child : NULL;
+    const cJSON *source_backend = source_list ? source_list->child : NULL;
+    for (; target_backend && source_backend;
+         target_backend = target_backend->next, source_backend = source_backend->next) {
+        const cJSON *name = json_child(source_backend, "name");
+        const cJSON *target_name = json_child(target_backend, "name");
+        if (!cJSON_IsString(name) || !cJSON_IsString(target_name) ||
+            strcmp(name->valuestring, target_name->valuestring) != 0)
+            return audit_fail(err, AUDIT_EDATA, "--devices: the backends of a record differ "
+                                                "between passes (%s)",
+                              cJSON_IsString(name) ? name->valuestring : "unnamed");
+        /* Copied before per_device is added: in the first pass source is target. */
+        cJSON *copy = cJSON_Duplicate(source_backend, 1);
+        cJSON *identity = cJSON_Duplicate(state->device_identity, 1);
+        cJSON *list = json_child(target_backend, "per_device");
+        if (!list)
+            list = cJSON_AddArrayToObject(target_backend, "per_device");
+        if (!copy || !identity || !list) {
+            cJSON_Delete(copy);
+            cJSON_Delete(identity);
+            return audit_fail(err, AUDIT_ENOMEM, "out of memory recording per-device results");
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "per_device");
+        cJSON_AddItemToObject(copy, "device", identity);
+        cJSON_AddItemToArray(list, copy);
+    }
+    return AUDIT_OK;
+}
+
+/* The report's record for file and index, searched from the cursor on (passes replay the
+ * records in the same order, so this is usually the next one). */
+static cJSON *find_record_json(struct run_state *state, const char *file, uint32_t index)
+{
+    cJSON *records = state->report.records;
+    for (int round = 0; round < 2; round++) {
+        cJSON *start = round == 0 ? state->record_cursor : records->child;
+        for (cJSON *record = start; record; record = record->next) {
+            if (round == 1 && record == state->record_cursor)
+                break;
+            const cJSON *record_file = json_child(record, "file");
+            const cJSON *record_index = json_child(record, "index");
+            if (cJSON_IsString(record_file) && strcmp(record_file->valuestring, file) == 0 &&
+                cJSON_IsNumber(record_index) && (uint32_t)record_index->valuedouble == index) {
+                state->record_cursor = record->next;
+                return record;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* First pass: the record goes into the report (with its global number and, with --devices, a
+ * first per_device[] entry). */
+static int add_record(struct run_state *state, const struct record_result *result,
+                      struct verdict_result *verdicts, uint64_t global_index,
+                      struct audit_error *err)
+{
+    if (report_add_record(&state->report, result, verdicts, err) < 0)
+        return err->code;
+    cJSON *added = state->record_cursor ? state->record_cursor->next : state->report.records->child;
+    if (!added || !json_add_u64(added, "global_index", global_index))
+        return audit_fail(err, AUDIT_ENOMEM, "out of memory reporting %s record %u", result->file,
+                          result->record->index);
+    state->record_cursor = added;
+    if (state->device_identity)
+        return attach_per_device(state, added, added, err);
+    return AUDIT_OK;
+}
+
+/* A later --devices pass: the record is judged and attached to the first pass's record. */
+static int add_device_pass(struct run_state *state, const struct record_result *result,
+                           struct verdict_result *verdicts, struct audit_error *err)
+{
+    for (size_t i = 0; i < result->backend_count; i++)
+        report_verdict(&result->backends[i], result->census_rows, &verdicts[i]);
+    cJSON *json = report_record_json(result, verdicts);
+    if (!json)
+        return audit_fail(err, AUDIT_ENOMEM, "out of memory reporting %s record %u", result->file,
+                          result->record->index);
+    cJSON *target = find_record_json(state, result->file, result->record->index);
+    int status = AUDIT_OK;
+    if (target)
+        status = attach_per_device(state, target, json, err);
+    cJSON_Delete(json);
+    return status;
+}
+
 /* CPU side (reference hashes, census) always; GPU side per backend when a device is usable. */
 static void run_record(struct run_state *state, const char *file, const char *stem,
-                       const struct capture_record *record)
+                       const struct capture_record *record, uint64_t global_index)
 {
     const struct run_options *options = state->options;
     struct audit_error err = { 0 };
@@ -581,10 +807,10 @@ static void run_record(struct run_state *state, const char *file, const char *st
         }
     }
     clear_progress(state);
-    if (report_add_record(&state->report, &result, verdicts, &err) < 0) {
-        status = err.code;
+    status = state->pass == 0 ? add_record(state, &result, verdicts, global_index, &err)
+                              : add_device_pass(state, &result, verdicts, &err);
+    if (status < 0)
         goto fatal;
-    }
     for (size_t i = 0; i < options->backend_count; i++)
         if (verdicts[i].verdict == VERDICT_FAIL)
             state->any_failure = true;
@@ -617,6 +843,11 @@ static void run_file(struct run_state *state, const char *path)
     uint64_t next_offset = 0;
     char stem[256];
     file_stem(path, stem, sizeof(stem));
+    if (options->device_count > 1) {
+        /* --devices: each pass dumps under its own name (<stem>-dev<entry>-r<record>-...). */
+        size_t used = strlen(stem);
+        snprintf(stem + used, sizeof(stem) - used, "-dev%zu", state->pass);
+    }
     int status = capture_open(&reader, path, &err);
     if (status < 0) {
         if (status == AUDIT_ENOMEM)
@@ -645,8 +876,13 @@ static void run_file(struct run_state *state, const char *path)
         next_index = record.index + 1;
         next_offset = record.file_offset + RUN_RECORD_HEADER_BYTES + record.stored_payload_bytes;
         if (!options->records || list_contains(options->records, options->record_count,
-                                               record.index))
-            run_record(state, path, stem, &record);
+                                               record.index)) {
+            /* --shard numbers the records the run selects, across the inputs in order. */
+            const uint64_t global_index = state->next_global_index++;
+            if (options->shard_count == 0 || global_index % options->shard_count ==
+                                                 options->shard_index)
+                run_record(state, path, stem, &record, global_index);
+        }
         capture_record_free(&record);
     }
     capture_close(reader);
@@ -692,6 +928,150 @@ static int open_device(struct run_state *state, struct run_context *context)
     return AUDIT_OK;
 }
 
+/* --devices: resolves "all" and checks each ordinal against the machine. Returns 0 or
+ * EXIT_USAGE. Without any device the list stays as given (the run reports it unavailable). */
+static int resolve_devices(struct run_options *options)
+{
+    int count = 0;
+    char why[512] = "";
+    if (!options->devices_text)
+        return AUDIT_OK;
+    gpu_device_count(&count, why, sizeof(why));
+    if (options->all_devices) {
+        options->device_count = 0;
+        for (int i = 0; i < count && i < RUN_MAX_DEVICES; i++)
+            options->devices[options->device_count++] = i;
+    }
+    for (size_t i = 0; count > 0 && i < options->device_count; i++)
+        if (options->devices[i] >= count)
+            return cli_usage_error(&cmd_run, "--devices: ordinal %d: this machine has %d CUDA "
+                                             "device(s)", options->devices[i], count);
+    if (options->device_count > 0)
+        options->device = options->devices[0];
+    return AUDIT_OK;
+}
+
+/* Opens the device of --devices entry pass (after the first) in place of the previous one; a
+ * device that cannot be set up skips the GPU work of its pass (the report says why). */
+static void start_device_pass(struct run_state *state, size_t pass, cJSON *devices)
+{
+    const struct run_options *options = state->options;
+    struct audit_error err = { 0 };
+    const int ordinal = options->devices[pass];
+    replay_device_close(state->device);
+    state->device = NULL;
+    state->device_failed = false;
+    cJSON_Delete(state->device_identity);
+    state->device_identity = NULL;
+    if (replay_device_open(&state->device, ordinal, (size_t)options->emulate_smem_per_sm,
+                           options->noise, &err) < 0) {
+        state->device = NULL;
+        device_lost(state, err.message);
+    }
+    const struct gpu_device_info *info = state->device ? replay_device_info(state->device) : NULL;
+    state->device_identity = device_identity_json(pass, ordinal, info);
+    if (!state->device_identity) {
+        stop_run(state, AUDIT_ENOMEM, "out of memory describing a device");
+        return;
+    }
+    cJSON_AddItemToArray(devices, cJSON_Duplicate(state->device_identity, 1));
+    if (state->table)
+        fprintf(state->table, "# --devices entry %zu: ordinal %d (%s)\n", pass, ordinal,
+                state->device ? replay_device_info(state->device)->name : "could not be opened");
+}
+
+/* Records --shard and --devices in the report's context. */
+static void add_scale_out_context(struct run_state *state)
+{
+    const struct run_options *options = state->options;
+    cJSON *context = json_child(state->report.root, "context");
+    if (!context)
+        return;
+    if (options->shard_count) {
+        cJSON *shard = cJSON_AddObjectToObject(context, "shard");
+        if (shard) {
+            json_add_u64(shard, "index", options->shard_index);
+            json_add_u64(shard, "count", options->shard_count);
+        }
+    } else {
+        cJSON_AddNullToObject(context, "shard");
+    }
+    if (options->devices_text) {
+        cJSON *devices = cJSON_AddArrayToObject(context, "devices");
+        for (size_t i = 0; devices && i < options->device_count; i++)
+            cJSON_AddItemToArray(devices, cJSON_CreateNumber(options->devices[i]));
+    } else {
+        cJSON_AddNullToObject(context, "devices");
+    }
+}
+
+/* The cross_device block; a required disagreement fails the run. */
+static int add_cross_device(struct run_state *state, cJSON *devices)
+{
+    const struct run_options *options = state->options;
+    cJSON *block;
+    if (state->device_available) {
+        block = gate_cross_device_block(state->report.records, devices);
+    } else {
+        cJSON *requested = cJSON_CreateString(options->devices_text);
+        block = gate_cross_device_unavailable(state->unavailable_reason, requested);
+        cJSON_Delete(requested);
+    }
+    if (!block)
+        return AUDIT_ENOMEM;
+    cJSON_AddItemToObject(state->report.root, "cross_device", block);
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, json_child(block, "entries")) {
+        const cJSON *verdict = json_child(entry, "verdict");
+        if (!cJSON_IsString(verdict) || strcmp(verdict->valuestring, "fail") != 0)
+            continue;
+        state->any_failure = true;
+        if (!state->table)
+            continue;
+        const cJSON *file = json_child(entry, "file"), *index = json_child(entry, "index");
+        const cJSON *name = json_child(entry, "name"), *level = json_child(entry, "level");
+        fprintf(state->table, "  cross-device %s:%.0f %s %s: the devices disagree:",
+                cJSON_IsString(file) ? file->valuestring : "?",
+                cJSON_IsNumber(index) ? index->valuedouble : 0,
+                cJSON_IsString(name) ? name->valuestring : "?",
+                cJSON_IsString(level) ? level->valuestring : "?");
+        const cJSON *device;
+        cJSON_ArrayForEach(device, json_child(entry, "devices")) {
+            const cJSON *hash = json_child(device, "output_sha256");
+            fprintf(state->table, " [%.0f] %.12s",
+                    cJSON_GetNumberValue(json_child(device, "index")),
+                    cJSON_IsString(hash) ? hash->valuestring : "-");
+        }
+        fprintf(state->table, "\n");
+    }
+    const cJSON *summary = json_child(block, "summary");
+    if (state->table)
+        fprintf(state->table, "# cross-device (%s): %.0f record x backend(s) compared, %.0f agree, "
+                              "%.0f disagree, %.0f required disagreement(s)\n",
+                state->device_available ? options->devices_text : "no device",
+                cJSON_GetNumberValue(json_child(summary, "compared")),
+                cJSON_GetNumberValue(json_child(summary, "agree")),
+                cJSON_GetNumberValue(json_child(summary, "disagree")),
+                cJSON_GetNumberValue(json_child(summary, "required_disagreements")));
+    return AUDIT_OK;
+}
+
+/* --baseline-out: the baseline subset of the finished report. */
+static int write_baseline(const struct run_state *state, int exit_code, struct audit_error *err)
+{
+    const struct run_options *options = state->options;
+    cJSON *baseline = NULL;
+    int status = gate_baseline_from_report(state->report.root, options->out_path, &baseline, err);
+    if (status == AUDIT_OK)
+        status = json_write_file(options->baseline_out, baseline, err);
+    cJSON_Delete(baseline);
+    if (status == AUDIT_OK && exit_code != EXIT_AUDIT_OK)
+        fprintf(stderr, "dsatopk-audit run: warning: the baseline %s comes from a run that exited "
+                        "%d; a golden baseline should come from a passing run\n",
+                options->baseline_out, exit_code);
+    return status;
+}
+
 /* The most severe outcome wins: 4 > 3 > 2 > 1 > 0 (docs/REPORT.md "Exit codes"). */
 static int final_exit_code(const struct run_state *state)
 {
@@ -715,6 +1095,7 @@ static int run_run(int argc, char **argv)
     struct path_list inputs = { 0 };
     struct audit_error err = { 0 };
     bool report_started = false;
+    cJSON *devices = NULL; /* --devices: the device of each entry, for the cross_device block */
     int first_path = 0;
     int exit_code = parse_options(argc, argv, &options, &first_path);
     if (exit_code >= 0)
@@ -751,15 +1132,33 @@ static int run_run(int argc, char **argv)
     context.backends = options.backend_names;
     context.backend_count = options.backend_count;
 
+    exit_code = resolve_devices(&options);
+    if (exit_code != AUDIT_OK)
+        goto done;
     exit_code = open_device(&state, &context);
     if (exit_code != AUDIT_OK)
         goto done;
+    if (options.devices_text) {
+        devices = cJSON_CreateArray();
+        if (!devices) {
+            fprintf(stderr, "dsatopk-audit run: out of memory\n");
+            exit_code = EXIT_DEVICE;
+            goto done;
+        }
+        if (state.device_available && options.device_count > 0) {
+            state.device_identity = device_identity_json(
+                0, options.devices[0], state.device ? replay_device_info(state.device) : NULL);
+            if (state.device_identity)
+                cJSON_AddItemToArray(devices, cJSON_Duplicate(state.device_identity, 1));
+        }
+    }
     if (report_begin(&state.report, &context, &err) < 0) {
         fprintf(stderr, "dsatopk-audit run: %s\n", err.message);
         exit_code = EXIT_DEVICE;
         goto done;
     }
     report_started = true;
+    add_scale_out_context(&state);
     const bool report_on_stdout = strcmp(options.out_path, "-") == 0;
     if (!options.quiet && options.format == TABLE_ON)
         state.table = report_on_stdout ? stderr : stdout;
@@ -777,8 +1176,25 @@ static int run_run(int argc, char **argv)
                 input_error(&state, argv[i], -1, -1, "io", err.message);
         }
     }
-    for (size_t i = 0; i < inputs.count && !state.stopped; i++)
-        run_file(&state, inputs.paths[i]);
+    /* --devices: the whole audit once per listed device; the first pass writes the records,
+     * the later ones add their per_device[] entries. */
+    const size_t passes = state.device_available && options.device_count ? options.device_count : 1;
+    if (state.table && passes > 1 && state.device_identity)
+        fprintf(state.table, "# --devices entry 0: ordinal %d (%s)\n", options.devices[0],
+                state.device ? replay_device_info(state.device)->name : "could not be opened");
+    for (size_t pass = 0; pass < passes && !state.stopped; pass++) {
+        if (pass > 0)
+            start_device_pass(&state, pass, devices);
+        state.pass = pass;
+        state.next_global_index = 0;
+        state.record_cursor = pass == 0 ? NULL : state.report.records->child;
+        for (size_t i = 0; i < inputs.count && !state.stopped; i++)
+            run_file(&state, inputs.paths[i]);
+        state.any_device_lost = state.any_device_lost || state.device_failed;
+    }
+    state.device_failed = state.any_device_lost;
+    if (options.devices_text && !state.stopped && add_cross_device(&state, devices) < 0)
+        stop_run(&state, AUDIT_ENOMEM, "out of memory comparing devices");
 
     exit_code = final_exit_code(&state);
     const bool complete = !state.stopped && !state.device_failed;
@@ -790,12 +1206,24 @@ static int run_run(int argc, char **argv)
             exit_code = audit_exit_code(err.code);
         goto done;
     }
-    if (state.table)
-        report_table_summary(state.table, &state.report, report_on_stdout ? NULL : options.out_path);
+    if (options.baseline_out && write_baseline(&state, exit_code, &err) < 0) {
+        fprintf(stderr, "dsatopk-audit run: --baseline-out: %s\n", err.message);
+        if (exit_code < EXIT_BAD_INPUT)
+            exit_code = audit_exit_code(err.code);
+        goto done;
+    }
+    if (state.table) {
+        report_table_summary(state.table, &state.report,
+                             report_on_stdout ? NULL : options.out_path);
+        if (options.baseline_out)
+            fprintf(state.table, "# baseline: %s\n", options.baseline_out);
+    }
 done:
     if (report_started)
         report_release(&state.report);
     replay_device_close(state.device);
+    cJSON_Delete(state.device_identity);
+    cJSON_Delete(devices);
     path_list_free(&inputs);
     free(options.records);
     free(options.rows);

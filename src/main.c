@@ -22,6 +22,8 @@ static const struct cli_command *const command_table[] = {
     &cmd_extract,
     &cmd_import,
     &cmd_report,
+    &cmd_gate,
+    &cmd_merge,
     NULL,
 };
 

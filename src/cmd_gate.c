@@ -1,0 +1,355 @@
+/* gate: compares reports from other GPUs, machines or drivers with a golden baseline, by the
+ * level each backend claims, under an optional policy; prints what fails and why, writes a
+ * JSON verdict (docs/GATE.md). The judging lives in src/gate.c. */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "error.h"
+#include "gate.h"
+#include "json_util.h"
+#include "report.h"
+#include "version.h"
+
+/* Reasons and rows shown per entry in the table (the verdict JSON has them all). */
+#define GATE_TABLE_REASONS 6
+#define GATE_TABLE_ROWS 12
+
+static const char gate_usage[] =
+    "usage: dsatopk-audit gate --baseline BASELINE.json [options] REPORT.json...\n"
+    "\n"
+    "Compares each report (from `run`, or `merge` of shard reports) with a golden baseline (a\n"
+    "report, or the subset `run --baseline-out` writes), per record x backend, by the level\n"
+    "the backend claims: gpu_to_gpu must give the baseline's and the CPU reference's output hash\n"
+    "on every rep; run_to_run exactly one distinct output (its hash may differ between GPUs);\n"
+    "not_guaranteed no wrong set, duplicate, out-of-range or short row beyond its documented\n"
+    "staging overflow. Records are matched by payload SHA-256, file name and index; backends by\n"
+    "name. A backend unsupported or unavailable in a report fails only if it ran in the baseline.\n"
+    "A policy file (docs/GATE.md) overrides levels per backend or record and lists known\n"
+    "failures, which are reported as tolerated.\n"
+    "\n"
+    "options:\n"
+    "  --baseline FILE       the golden baseline (required)\n"
+    "  --policy FILE         policy (schema dsatopk-audit/policy, version 1)\n"
+    "  --out FILE            verdict JSON (schema dsatopk-audit/gate, version 1), written\n"
+    "                        atomically (default dsatopk-gate.json; '-': stdout, table on stderr)\n"
+    "  --format table|none   print the failing entries and a summary (default table)\n"
+    "  --now TIME            the time policy \"until\" dates are compared with (YYYY-MM-DD or\n"
+    "                        YYYY-MM-DDTHH:MM:SSZ, UTC; default: now)\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "exit codes: 0 every entry passes or is tolerated; 1 an entry fails (or is missing, unless\n"
+    "            the policy allows it) or a report is incomplete or has input errors; 2 usage\n"
+    "            error; 3 a report, the baseline or the policy is unreadable or invalid (the\n"
+    "            message names the file and the JSON path); 4 out of memory\n";
+
+enum gate_option_id {
+    OPTION_BASELINE = 256,
+    OPTION_POLICY,
+    OPTION_OUT,
+    OPTION_FORMAT,
+    OPTION_NOW,
+};
+
+struct gate_command_options {
+    const char *baseline_path;
+    const char *policy_path;
+    const char *out_path;
+    bool table;
+    char now[32];
+};
+
+/* "YYYY-MM-DD" (midnight UTC) or "YYYY-MM-DDTHH:MM:SSZ" into the canonical long form. */
+static int parse_now(const char *text, char *now, size_t size)
+{
+    int year, month, day, hour = 0, minute = 0, second = 0;
+    char tail;
+    size_t length = strlen(text);
+    if (length == 10 && sscanf(text, "%4d-%2d-%2d%c", &year, &month, &day, &tail) == 3) {
+        /* date only */
+    } else if (length == 20 && sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2dZ%c", &year, &month, &day,
+                                      &hour, &minute, &second, &tail) == 6) {
+        /* date and time */
+    } else {
+        return -1;
+    }
+    if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
+        return -1;
+    int written = snprintf(now, size, "%04d-%02d-%02dT%02d:%02d:%02dZ", year, month, day, hour,
+                           minute, second);
+    return written == 20 ? 0 : -1;
+}
+
+/* Returns -1 to go on, else the exit code (0 after --help). */
+static int parse_options(int argc, char **argv, struct gate_command_options *options,
+                         int *first_report)
+{
+    static const struct option long_options[] = {
+        { "baseline", required_argument, NULL, OPTION_BASELINE },
+        { "policy", required_argument, NULL, OPTION_POLICY },
+        { "out", required_argument, NULL, OPTION_OUT },
+        { "format", required_argument, NULL, OPTION_FORMAT },
+        { "now", required_argument, NULL, OPTION_NOW },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int option;
+    options->out_path = "dsatopk-gate.json";
+    options->table = true;
+    time_t clock = time(NULL);
+    struct tm utc;
+    if (gmtime_r(&clock, &utc))
+        strftime(options->now, sizeof(options->now), "%Y-%m-%dT%H:%M:%SZ", &utc);
+    while ((option = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+        switch (option) {
+        case OPTION_BASELINE: options->baseline_path = optarg; break;
+        case OPTION_POLICY: options->policy_path = optarg; break;
+        case OPTION_OUT:
+            if (!*optarg)
+                return cli_usage_error(&cmd_gate, "--out: empty path");
+            options->out_path = optarg;
+            break;
+        case OPTION_FORMAT:
+            if (strcmp(optarg, "table") == 0)
+                options->table = true;
+            else if (strcmp(optarg, "none") == 0)
+                options->table = false;
+            else
+                return cli_usage_error(&cmd_gate, "--format: '%s' is not table or none", optarg);
+            break;
+        case OPTION_NOW:
+            if (parse_now(optarg, options->now, sizeof(options->now)) < 0)
+                return cli_usage_error(&cmd_gate, "--now: '%s' is not YYYY-MM-DD or "
+                                                  "YYYY-MM-DDTHH:MM:SSZ", optarg);
+            break;
+        case 'h': cli_print_usage(&cmd_gate, stdout); return EXIT_AUDIT_OK;
+        default: return cli_usage_error(&cmd_gate, "unknown option (see --help)");
+        }
+    }
+    if (!options->baseline_path || !*options->baseline_path)
+        return cli_usage_error(&cmd_gate, "--baseline FILE is required");
+    if (optind >= argc)
+        return cli_usage_error(&cmd_gate, "no report to gate");
+    *first_report = optind;
+    return -1;
+}
+
+/* ---- table ---------------------------------------------------------------------------------- */
+
+static const char *string_of(const cJSON *object, const char *key, const char *fallback)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
+    return cJSON_IsString(item) ? item->valuestring : fallback;
+}
+
+static double number_of(const cJSON *object, const char *key)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
+    return cJSON_IsNumber(item) ? item->valuedouble : 0;
+}
+
+static void print_rows(FILE *out, const cJSON *rows)
+{
+    int count = cJSON_GetArraySize(rows), shown = 0;
+    if (count == 0)
+        return;
+    fprintf(out, "  %-64s rows:", "");
+    const cJSON *row;
+    cJSON_ArrayForEach(row, rows) {
+        if (shown++ == GATE_TABLE_ROWS) {
+            fprintf(out, " ... (%d listed in the verdict)", count);
+            break;
+        }
+        fprintf(out, " %.0f (%s", number_of(row, "row"), string_of(row, "why", "?"));
+        if (cJSON_GetObjectItemCaseSensitive(row, "device_index"))
+            fprintf(out, ", device %.0f", number_of(row, "device_index"));
+        if (cJSON_GetObjectItemCaseSensitive(row, "reps_differing"))
+            fprintf(out, ", %.0f reps", number_of(row, "reps_differing"));
+        fprintf(out, ")");
+    }
+    fprintf(out, "\n");
+}
+
+static void print_entry(FILE *out, const cJSON *entry)
+{
+    const char *status = string_of(entry, "status", "?");
+    char where[64], label[16];
+    const char *file = string_of(entry, "file", "?");
+    const char *slash = strrchr(file, '/');
+    snprintf(where, sizeof(where), "%s:%.0f", slash ? slash + 1 : file, number_of(entry, "index"));
+    size_t i = 0;
+    for (; status[i] && i + 1 < sizeof(label); i++)
+        label[i] = (char)(status[i] >= 'a' && status[i] <= 'z' ? status[i] - 32 : status[i]);
+    label[i] = '\0';
+    const cJSON *reasons = cJSON_GetObjectItemCaseSensitive(entry, "reasons");
+    const cJSON *tolerated_by = cJSON_GetObjectItemCaseSensitive(entry, "tolerated_by");
+    fprintf(out, "  %-10s %-24s %-13s %-14s", label, where, string_of(entry, "backend", "?"),
+            string_of(entry, "level", "?"));
+    if (cJSON_IsObject(tolerated_by))
+        fprintf(out, " tolerated by %s: \"%s\"\n  %-64s", string_of(tolerated_by, "rule", "?"),
+                string_of(tolerated_by, "reason", ""), "");
+    int shown = 0;
+    const cJSON *reason;
+    cJSON_ArrayForEach(reason, reasons) {
+        if (shown == GATE_TABLE_REASONS) {
+            fprintf(out, "  %-64s ... (%d reasons in the verdict)\n", "",
+                    cJSON_GetArraySize(reasons));
+            break;
+        }
+        fprintf(out, shown ? "  %-64s %s\n" : "%s %s\n", "", reason->valuestring);
+        shown++;
+    }
+    if (shown == 0)
+        fprintf(out, "\n");
+    shown = 0;
+    const cJSON *note;
+    cJSON_ArrayForEach(note, cJSON_GetObjectItemCaseSensitive(entry, "notes")) {
+        if (shown++ == GATE_TABLE_REASONS)
+            break;
+        fprintf(out, "  %-64s note: %s\n", "", note->valuestring);
+    }
+    print_rows(out, cJSON_GetObjectItemCaseSensitive(entry, "rows"));
+}
+
+static void print_table(FILE *out, const cJSON *verdict, const char *verdict_path)
+{
+    const cJSON *context = cJSON_GetObjectItemCaseSensitive(verdict, "context");
+    const cJSON *baseline = cJSON_GetObjectItemCaseSensitive(context, "baseline");
+    const cJSON *policy = cJSON_GetObjectItemCaseSensitive(context, "policy");
+    fprintf(out, "# baseline %s (%s, %s, %s)", string_of(baseline, "path", "?"),
+            string_of(baseline, "host", "unknown host"),
+            string_of(baseline, "device", "no device"), string_of(baseline, "utc_time", "?"));
+    if (cJSON_IsObject(policy))
+        fprintf(out, "; policy %s (%.0f rule(s))", string_of(policy, "path", "?"),
+                number_of(policy, "rules"));
+    fprintf(out, "\n");
+    const cJSON *report;
+    cJSON_ArrayForEach(report, cJSON_GetObjectItemCaseSensitive(verdict, "reports")) {
+        const cJSON *summary = cJSON_GetObjectItemCaseSensitive(report, "summary");
+        fprintf(out, "# report %s (%s, %s, %s): %.0f entries: %.0f pass, %.0f fail, "
+                     "%.0f tolerated, %.0f missing\n",
+                string_of(report, "path", "?"), string_of(report, "host", "unknown host"),
+                string_of(report, "device", "no device"), string_of(report, "utc_time", "?"),
+                number_of(summary, "entries"), number_of(summary, "pass"),
+                number_of(summary, "fail"), number_of(summary, "tolerated"),
+                number_of(summary, "missing"));
+        const cJSON *reason;
+        cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(report, "report_reasons"))
+            fprintf(out, "  %-10s %s\n", "REPORT", reason->valuestring);
+        cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(report, "report_notes"))
+            fprintf(out, "  %-10s %s (allowed by the policy)\n", "NOTE", reason->valuestring);
+        const cJSON *entry;
+        cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(report, "entries"))
+            if (strcmp(string_of(entry, "status", "pass"), "pass") != 0)
+                print_entry(out, entry);
+    }
+    const cJSON *unused;
+    cJSON_ArrayForEach(unused, cJSON_GetObjectItemCaseSensitive(verdict, "unused_tolerances"))
+        fprintf(out, "# note: %s tolerated nothing (\"%s\"): the failure is gone, or the entry "
+                     "does not match\n",
+                string_of(unused, "rule", "?"), string_of(unused, "reason", ""));
+    const cJSON *summary = cJSON_GetObjectItemCaseSensitive(verdict, "summary");
+    fprintf(out, "# gate %s: %.0f fail, %.0f tolerated, %.0f missing, %.0f pass of %.0f entries in "
+                 "%.0f report(s); %.0f report(s) failing as a whole\n",
+            strcmp(string_of(summary, "verdict", "fail"), "pass") == 0 ? "PASS" : "FAIL",
+            number_of(summary, "fail"), number_of(summary, "tolerated"),
+            number_of(summary, "missing"), number_of(summary, "pass"),
+            number_of(summary, "entries"), number_of(summary, "reports"),
+            number_of(summary, "failing_reports"));
+    if (verdict_path)
+        fprintf(out, "# verdict: %s\n", verdict_path);
+}
+
+/* ---- command -------------------------------------------------------------------------------- */
+
+static cJSON *gate_context(void)
+{
+    struct run_context clock = { 0 };
+    run_context_fill_time_and_host(&clock);
+    cJSON *context = cJSON_CreateObject();
+    if (!context)
+        return NULL;
+    cJSON_AddStringToObject(context, "tool_version", DSATOPK_VERSION);
+    cJSON_AddStringToObject(context, "git_revision", DSATOPK_GIT_REVISION);
+    cJSON_AddStringToObject(context, "version_string", cli_version());
+    cJSON_AddStringToObject(context, "command_line", cli_command_line());
+    cJSON_AddStringToObject(context, "utc_time", clock.utc_time);
+    cJSON_AddStringToObject(context, "host", clock.host);
+    return context;
+}
+
+static int run_gate(int argc, char **argv)
+{
+    struct gate_command_options options = { 0 };
+    struct gate_document baseline = { 0 };
+    struct gate_document *reports = NULL;
+    struct gate_policy policy;
+    struct gate_options gate_options = { { 0 } };
+    struct gate_counts counts;
+    struct audit_error err = { 0 };
+    cJSON *context = NULL, *verdict = NULL;
+    size_t report_count = 0;
+    int first_report = 0;
+    gate_policy_init(&policy);
+    int exit_code = parse_options(argc, argv, &options, &first_report);
+    if (exit_code >= 0)
+        return exit_code;
+    snprintf(gate_options.now, sizeof(gate_options.now), "%s", options.now);
+
+    if (gate_document_load(&baseline, options.baseline_path, &err) < 0)
+        goto failed;
+    if (options.policy_path && gate_policy_load(&policy, options.policy_path, &err) < 0)
+        goto failed;
+    reports = calloc((size_t)(argc - first_report), sizeof(*reports));
+    if (!reports) {
+        audit_fail(&err, AUDIT_ENOMEM, "out of memory reading the reports");
+        goto failed;
+    }
+    for (int i = first_report; i < argc; i++) {
+        if (gate_document_load(&reports[report_count], argv[i], &err) < 0)
+            goto failed;
+        report_count++;
+    }
+    context = gate_context();
+    if (!context) {
+        audit_fail(&err, AUDIT_ENOMEM, "out of memory building the gate verdict");
+        goto failed;
+    }
+    if (gate_verdict(&baseline, reports, report_count, &policy, &gate_options, context, &verdict,
+                     &counts, &err) < 0)
+        goto failed;
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(verdict, "exit_code");
+    exit_code = cJSON_IsNumber(code) ? (int)code->valuedouble : EXIT_AUDIT_FAILED;
+    const bool verdict_on_stdout = strcmp(options.out_path, "-") == 0;
+    if (json_write_file(options.out_path, verdict, &err) < 0)
+        goto failed;
+    if (options.table)
+        print_table(verdict_on_stdout ? stderr : stdout, verdict,
+                    verdict_on_stdout ? NULL : options.out_path);
+    goto done;
+failed:
+    fprintf(stderr, "dsatopk-audit gate: %s\n", err.message);
+    exit_code = audit_exit_code(err.code);
+done:
+    cJSON_Delete(verdict);
+    cJSON_Delete(context);
+    for (size_t i = 0; i < report_count; i++)
+        gate_document_release(&reports[i]);
+    free(reports);
+    gate_document_release(&baseline);
+    gate_policy_release(&policy);
+    return exit_code;
+}
+
+const struct cli_command cmd_gate = {
+    "gate",
+    "compare reports with a golden baseline by claimed level; JSON verdict, exit 1 on failure",
+    gate_usage,
+    run_gate,
+};
