@@ -269,34 +269,6 @@ static void print_table(FILE *out, const cJSON *document)
     fprintf(out, "# k* is the record's own k; underdet, zero-bnd, ovf: rows/rows of the record\n");
 }
 
-static char *render(const cJSON *document, enum output_format format)
-{
-    if (format == FORMAT_JSON) {
-        char *printed = cJSON_Print(document);
-        if (!printed)
-            return NULL;
-        size_t size = strlen(printed);
-        char *text = malloc(size + 2);
-        if (text) {
-            memcpy(text, printed, size);
-            memcpy(text + size, "\n", 2);
-        }
-        cJSON_free(printed);
-        return text;
-    }
-    char *text = NULL;
-    size_t size = 0;
-    FILE *out = open_memstream(&text, &size);
-    if (!out)
-        return NULL;
-    print_table(out, document);
-    if (fclose(out) != 0) {
-        free(text);
-        return NULL;
-    }
-    return text;
-}
-
 /* ---- options ---- */
 
 static int parse_options(int argc, char **argv, struct census_options *options)
@@ -436,7 +408,7 @@ static int run_census(int argc, char **argv)
     json_add_u64(summary, "records", totals.records);
     cJSON_AddStringToObject(summary, "status", audit_status_name(totals.worst_status));
 
-    text = render(document, options.format);
+    text = json_render(document, options.format == FORMAT_JSON ? NULL : print_table);
     if (!text)
         goto out_of_memory;
     if (json_write_text_atomic(options.output_path, text, &err) != AUDIT_OK) {

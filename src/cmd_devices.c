@@ -347,35 +347,6 @@ static void print_table(FILE *out, const cJSON *document)
         print_device_table(out, item, query);
 }
 
-/* Renders the document into a newly allocated string. */
-static char *render(const cJSON *document, enum output_format format)
-{
-    if (format == FORMAT_JSON) {
-        char *printed = cJSON_Print(document);
-        if (!printed)
-            return NULL;
-        size_t size = strlen(printed);
-        char *text = malloc(size + 2);
-        if (text) {
-            memcpy(text, printed, size);
-            memcpy(text + size, "\n", 2);
-        }
-        cJSON_free(printed);
-        return text;
-    }
-    char *text = NULL;
-    size_t size = 0;
-    FILE *out = open_memstream(&text, &size);
-    if (!out)
-        return NULL;
-    print_table(out, document);
-    if (fclose(out) != 0) {
-        free(text);
-        return NULL;
-    }
-    return text;
-}
-
 static int run_devices(int argc, char **argv)
 {
     struct devices_options options = {
@@ -469,7 +440,7 @@ static int run_devices(int argc, char **argv)
         cJSON_AddItemToArray(devices, device);
     }
 
-    text = render(document, options.format);
+    text = json_render(document, options.format == FORMAT_JSON ? NULL : print_table);
     if (!text)
         goto out_of_memory;
     if (json_write_text_atomic("-", text, &err) != AUDIT_OK) {

@@ -314,35 +314,6 @@ static void print_table(FILE *out, const cJSON *document)
             number_field(summary, "unreadable_files"));
 }
 
-/* Renders the document in the chosen format into a newly allocated string. */
-static char *render(const cJSON *document, enum output_format format)
-{
-    if (format == FORMAT_JSON) {
-        char *printed = cJSON_Print(document);
-        if (!printed)
-            return NULL;
-        size_t size = strlen(printed);
-        char *text = malloc(size + 2);
-        if (text) {
-            memcpy(text, printed, size);
-            memcpy(text + size, "\n", 2);
-        }
-        cJSON_free(printed);
-        return text;
-    }
-    char *text = NULL;
-    size_t size = 0;
-    FILE *out = open_memstream(&text, &size);
-    if (!out)
-        return NULL;
-    print_table(out, document);
-    if (fclose(out) != 0) {
-        free(text);
-        return NULL;
-    }
-    return text;
-}
-
 static int parse_options(int argc, char **argv, struct inspect_options *options)
 {
     static const struct option long_options[] = {
@@ -414,7 +385,7 @@ static int run_inspect(int argc, char **argv)
     json_add_u64(summary, "corrupt_files", totals.corrupt_files);
     json_add_u64(summary, "unreadable_files", totals.unreadable_files);
 
-    text = render(document, options.format);
+    text = json_render(document, options.format == FORMAT_JSON ? NULL : print_table);
     if (!text)
         goto out_of_memory;
     if (json_write_text_atomic(options.output_path, text, &err) != AUDIT_OK) {

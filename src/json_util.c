@@ -93,23 +93,41 @@ error:
     return status;
 }
 
+char *json_render(const cJSON *document, void (*table)(FILE *out, const cJSON *document))
+{
+    if (!table) {
+        char *printed = cJSON_Print(document);
+        if (!printed)
+            return NULL;
+        size_t size = strlen(printed);
+        char *text = malloc(size + 2);
+        if (text) {
+            memcpy(text, printed, size);
+            memcpy(text + size, "\n", 2);
+        }
+        cJSON_free(printed);
+        return text;
+    }
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    if (!out)
+        return NULL;
+    table(out, document);
+    if (fclose(out) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
 int json_write_file(const char *path, const cJSON *json, struct audit_error *err)
 {
-    char *text = cJSON_Print(json);
+    char *text = json_render(json, NULL);
     if (!text)
         return audit_fail(err, AUDIT_ENOMEM, "%s: out of memory formatting JSON", path);
-    size_t size = strlen(text);
-    char *with_newline = malloc(size + 2);
-    if (!with_newline) {
-        cJSON_free(text);
-        return audit_fail(err, AUDIT_ENOMEM, "%s: out of memory formatting JSON", path);
-    }
-    memcpy(with_newline, text, size);
-    with_newline[size] = '\n';
-    with_newline[size + 1] = '\0';
-    cJSON_free(text);
-    int status = json_write_text_atomic(path, with_newline, err);
-    free(with_newline);
+    int status = json_write_text_atomic(path, text, err);
+    free(text);
     return status;
 }
 

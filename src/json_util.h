@@ -4,6 +4,7 @@
 #define DSATOPK_JSON_UTIL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -21,6 +22,10 @@ cJSON *json_add_hex(cJSON *object, const char *name, const uint8_t *bytes, size_
 int json_write_text_atomic(const char *path, const char *text, struct audit_error *err);
 /* Prints json (formatted) and writes it atomically to path. */
 int json_write_file(const char *path, const cJSON *json, struct audit_error *err);
+
+/* Renders document as formatted JSON with a final newline (table == NULL) or as the text table()
+ * prints. Returns a malloc'ed string, NULL when out of memory. */
+char *json_render(const cJSON *document, void (*table)(FILE *out, const cJSON *document));
 
 /* Reads and parses a whole JSON file; AUDIT_EDATA names the file and the byte where parsing
  * stopped. */
