@@ -5,6 +5,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,11 +23,13 @@
 #include "gate.h"
 #include "hash.h"
 #include "json_util.h"
+#include "plugin.h"
 #include "replay.h"
 #include "report.h"
 #include "selection.h"
 #include "topk_backends.h"
 #include "version.h"
+#include "worker.h"
 
 /* docs/FORMAT.md: a record is a 72-byte header followed by its stored payload, and the first
  * record starts at byte 0; this locates the record after the last good one. */
@@ -36,6 +40,9 @@
 /* --devices: entries in the list (the same device may appear several times). */
 #define RUN_MAX_DEVICES 64
 #define RUN_MAX_SHARDS (1u << 20)
+/* --timeout: seconds a worker may take for one record x backend (docs/RELIABILITY.md). */
+#define RUN_DEFAULT_TIMEOUT_SECONDS 120u
+#define RUN_MAX_TIMEOUT_SECONDS (7u * 24u * 3600u)
 
 static const char run_usage[] =
     "usage: dsatopk-audit run [options] [CAPTURE_OR_DIR...]\n"
@@ -68,6 +75,10 @@ static const char run_usage[] =
     "  --graph                  also replay one launch captured in a CUDA graph, --reps times\n"
     "  --batch-invariance       run each row alone and inside shuffled batches of the other rows\n"
     "  --emulate-smem-per-sm B  pretend the device has B bytes of shared memory per SM\n"
+    "  --plugin PATH.so         also audit the backend of this plugin (repeatable; docs/PLUGIN.md);\n"
+    "                           it runs after the built-ins unless --backends names it\n"
+    "  --timeout SECONDS        watchdog per record x backend: a worker with no result by then is\n"
+    "                           killed and the backend reported `hang` (default 120)\n"
     "  --format table|none      terminal table (default table)\n"
     "  --quiet                  no table, summary or progress line\n"
     "  -h, --help               show this help\n"
@@ -77,7 +88,12 @@ static const char run_usage[] =
     "            (--devices) disagree; 2 usage error (also a --rows row a record does not have);\n"
     "            3 a capture is missing, corrupt or truncated (the records before it are in the\n"
     "            report); 4 the device failed and stopped the GPU work (any --devices entry) or\n"
-    "            the host ran out of memory\n";
+    "            the host ran out of memory; 130 (SIGINT) or 143 (SIGTERM): interrupted, the\n"
+    "            report holds what finished and says complete: false\n"
+    "\n"
+    "Each record's backends replay in a worker process: a backend that hangs, crashes or\n"
+    "poisons its CUDA context is reported (status hang, crash or cuda_error, verdict fail) and\n"
+    "the audit goes on with a fresh worker (docs/RELIABILITY.md \"Isolation\").\n";
 
 enum table_format { TABLE_ON, TABLE_OFF };
 
@@ -106,13 +122,27 @@ struct run_options {
     bool graph, batch_invariance, quiet;
     enum table_format format;
     unsigned long long emulate_smem_per_sm;
+    unsigned timeout_ms;
+    const char *backends_text;    /* --backends, resolved once the plugins are loaded */
+    const char *plugin_paths[RUN_MAX_BACKENDS];
+    size_t plugin_count;
+};
+
+/* What the device probe worker found (the parent never initialises CUDA itself). */
+struct device_probe {
+    int count;
+    char why[512];
+    bool queried[RUN_MAX_DEVICES];
+    struct gpu_device_info info[RUN_MAX_DEVICES];
+    char query_error[AUDIT_ERROR_MESSAGE_BYTES]; /* the first failed query */
 };
 
 /* Everything one run carries from record to record. */
 struct run_state {
     const struct run_options *options;
     struct run_report report;
-    struct replay_device *device;   /* NULL: no usable device */
+    struct device_probe probe;
+    int ordinal;                    /* the device this pass replays on */
     bool device_available;
     char unavailable_reason[AUDIT_ERROR_MESSAGE_BYTES];
     FILE *table;                    /* NULL: no table */
@@ -133,6 +163,7 @@ struct run_state {
                                        search for the record being replayed starts */
     cJSON *device_identity;         /* this pass's device for per_device[] (NULL without) */
     bool any_device_lost;
+    int stop_signal;                /* SIGINT or SIGTERM ended the run (0: none) */
 };
 
 enum run_option_id {
@@ -154,6 +185,8 @@ enum run_option_id {
     OPTION_DEVICES,
     OPTION_SHARD,
     OPTION_BASELINE_OUT,
+    OPTION_PLUGIN,
+    OPTION_TIMEOUT,
 };
 
 static int parse_backends(const char *text, struct run_options *options)
@@ -166,12 +199,17 @@ static int parse_backends(const char *text, struct run_options *options)
     char *save = NULL;
     for (char *name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
         const struct topk_backend *backend = topk_backend_find(name);
+        if (!backend)
+            backend = plugin_backend_find(name);
         if (!backend) {
-            char known[512] = "";
+            char known[1024] = "";
             for (int i = 0; topk_backend_table[i]; i++) {
                 strncat(known, i ? ", " : "", sizeof(known) - strlen(known) - 1);
                 strncat(known, topk_backend_table[i]->name, sizeof(known) - strlen(known) - 1);
             }
+            if (options->plugin_count)
+                strncat(known, ", and the backends of the --plugin files",
+                        sizeof(known) - strlen(known) - 1);
             status = cli_usage_error(&cmd_run, "--backends: no backend '%s' (known: %s)", name,
                                      known);
             goto done;
@@ -276,6 +314,8 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
         { "devices", required_argument, NULL, OPTION_DEVICES },
         { "shard", required_argument, NULL, OPTION_SHARD },
         { "baseline-out", required_argument, NULL, OPTION_BASELINE_OUT },
+        { "plugin", required_argument, NULL, OPTION_PLUGIN },
+        { "timeout", required_argument, NULL, OPTION_TIMEOUT },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -291,11 +331,25 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
     options->out_path = "dsatopk-report.json";
     options->format = TABLE_ON;
     options->emulate_smem_per_sm = cli_globals.emulate_smem_per_sm;
+    options->timeout_ms = RUN_DEFAULT_TIMEOUT_SECONDS * 1000u;
     while ((option = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
         switch (option) {
         case OPTION_BACKENDS:
-            if (parse_backends(optarg, options) != AUDIT_OK)
-                return EXIT_USAGE;
+            /* Resolved after the loop: it may name backends of --plugin files given later. */
+            options->backends_text = optarg;
+            break;
+        case OPTION_PLUGIN:
+            if (!*optarg)
+                return cli_usage_error(&cmd_run, "--plugin: empty path");
+            if (options->plugin_count == RUN_MAX_BACKENDS)
+                return cli_usage_error(&cmd_run, "--plugin: at most %d plugins", PLUGIN_MAX_LOADED);
+            options->plugin_paths[options->plugin_count++] = optarg;
+            break;
+        case OPTION_TIMEOUT:
+            if (cli_parse_uint(optarg, RUN_MAX_TIMEOUT_SECONDS, &value) < 0 || value == 0)
+                return cli_usage_error(&cmd_run, "--timeout: '%s' is not a number of seconds from 1 "
+                                                 "to %u", optarg, RUN_MAX_TIMEOUT_SECONDS);
+            options->timeout_ms = (unsigned)value * 1000u;
             break;
         case OPTION_REPS:
             if (cli_parse_uint(optarg, RUN_MAX_REPS, &value) < 0 || value == 0)
@@ -379,6 +433,27 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
     }
     if (options->device_given && options->devices_text)
         return cli_usage_error(&cmd_run, "--device and --devices exclude each other");
+    /* Plugins load here, in the parent, before any worker exists: dlopen and the checks of the
+     * description make no CUDA call (docs/PLUGIN.md), and every worker forked later inherits
+     * the loaded plugin. */
+    for (size_t i = 0; i < options->plugin_count; i++) {
+        const struct topk_backend *backend = NULL;
+        struct audit_error err = { 0 };
+        if (plugin_load(options->plugin_paths[i], &backend, &err) < 0) {
+            fprintf(stderr, "dsatopk-audit run: --plugin %s: %s\n", options->plugin_paths[i],
+                    err.message);
+            return audit_exit_code(err.code);
+        }
+        if (!options->backends_text) {
+            if (options->backend_count == RUN_MAX_BACKENDS)
+                return cli_usage_error(&cmd_run, "--plugin: at most %d backends in all",
+                                       RUN_MAX_BACKENDS);
+            options->backends[options->backend_count] = backend;
+            options->backend_names[options->backend_count++] = backend->name;
+        }
+    }
+    if (options->backends_text && parse_backends(options->backends_text, options) != AUDIT_OK)
+        return EXIT_USAGE;
     if (options->baseline_out && strcmp(options->baseline_out, "-") == 0 &&
         strcmp(options->out_path, "-") == 0)
         return cli_usage_error(&cmd_run, "--out - and --baseline-out - would both write to stdout");
@@ -547,8 +622,8 @@ static void input_error(struct run_state *state, const char *file, int64_t recor
 
 /* ---- one record ----------------------------------------------------------------------------- */
 
-static void print_record(struct run_state *state, const struct record_result *result,
-                         const struct verdict_result *verdicts)
+/* Prints the table lines of a record's backends (each made where the backend was judged). */
+static void print_record(struct run_state *state, char *const *table_lines)
 {
     clear_progress(state);
     if (!state->table)
@@ -557,7 +632,9 @@ static void print_record(struct run_state *state, const struct record_result *re
         report_table_header(state->table);
         state->table_header_printed = true;
     }
-    report_table_lines(state->table, result, verdicts);
+    for (size_t i = 0; i < state->options->backend_count; i++)
+        if (table_lines[i])
+            fputs(table_lines[i], state->table);
     fflush(state->table);
 }
 
@@ -652,12 +729,12 @@ static cJSON *find_record_json(struct run_state *state, const char *file, uint32
 }
 
 /* First pass: the record goes into the report (with its global number and, with --devices, a
- * first per_device[] entry). */
-static int add_record(struct run_state *state, const struct record_result *result,
-                      struct verdict_result *verdicts, uint64_t global_index,
-                      struct audit_error *err)
+ * first per_device[] entry). entries: one judged entry per backend, moved into the report. */
+static int add_record(struct run_state *state, const struct record_result *result, cJSON **entries,
+                      uint64_t global_index, struct audit_error *err)
 {
-    if (report_add_record(&state->report, result, verdicts, err) < 0)
+    if (report_add_record_entries(&state->report, result, entries, state->options->backend_count,
+                                  err) < 0)
         return err->code;
     cJSON *added = state->record_cursor ? state->record_cursor->next : state->report.records->child;
     if (!added || !json_add_u64(added, "global_index", global_index))
@@ -669,13 +746,11 @@ static int add_record(struct run_state *state, const struct record_result *resul
     return AUDIT_OK;
 }
 
-/* A later --devices pass: the record is judged and attached to the first pass's record. */
+/* A later --devices pass: the record's entries are attached to the first pass's record. */
 static int add_device_pass(struct run_state *state, const struct record_result *result,
-                           struct verdict_result *verdicts, struct audit_error *err)
+                           cJSON **entries, struct audit_error *err)
 {
-    for (size_t i = 0; i < result->backend_count; i++)
-        report_verdict(&result->backends[i], result->census_rows, &verdicts[i]);
-    cJSON *json = report_record_json(result, verdicts);
+    cJSON *json = report_record_json_entries(result, entries, state->options->backend_count);
     if (!json)
         return audit_fail(err, AUDIT_ENOMEM, "out of memory reporting %s record %u", result->file,
                           result->record->index);
@@ -685,6 +760,252 @@ static int add_device_pass(struct run_state *state, const struct record_result *
         status = attach_per_device(state, target, json, err);
     cJSON_Delete(json);
     return status;
+}
+
+/* ---- the worker of one record --------------------------------------------------------------- */
+
+/* One record's GPU work: task i replays backend i in a worker process (src/worker.h). The
+ * worker inherits everything here through fork: the record, its checks and census. */
+struct record_job {
+    struct run_state *state;
+    const struct record_result *base;     /* record-level fields; no backends */
+    struct check_context *checks;
+    const struct replay_options *replay;
+    cJSON **entries;                      /* per backend: its judged entry (NULL: none yet) */
+    char **table_lines;                   /* per backend: its lines of the terminal table */
+};
+
+/* The plugin a backend comes from, in its entry (docs/PLUGIN.md). */
+static void add_plugin_source(cJSON *entry, const struct topk_backend *backend)
+{
+    const char *path = plugin_backend_path(backend);
+    if (!entry || !path)
+        return;
+    cJSON *plugin = cJSON_AddObjectToObject(entry, "plugin");
+    if (!plugin)
+        return;
+    cJSON_AddStringToObject(plugin, "path", path);
+    const char *sha256 = plugin_backend_sha256(backend);
+    if (sha256)
+        cJSON_AddStringToObject(plugin, "sha256", sha256);
+    else
+        cJSON_AddNullToObject(plugin, "sha256");
+}
+
+/* Judges result and returns its entry and table lines (malloc'd); false when out of memory. */
+static bool judge_backend_result(const struct record_job *job, struct backend_result *result,
+                                 cJSON **entry, char **table)
+{
+    struct verdict_result verdict;
+    struct record_result single = *job->base;
+    size_t table_bytes = 0;
+    single.backends = result;
+    single.backend_count = 1;
+    report_verdict(result, job->base->census_rows, &verdict);
+    *entry = report_backend_json(&single, result, &verdict);
+    add_plugin_source(*entry, result->backend);
+    *table = NULL;
+    FILE *stream = open_memstream(table, &table_bytes);
+    if (stream) {
+        report_table_lines(stream, &single, &verdict);
+        fclose(stream);
+    }
+    if (!*entry || !*table) {
+        cJSON_Delete(*entry);
+        free(*table);
+        *entry = NULL;
+        *table = NULL;
+        return false;
+    }
+    return true;
+}
+
+/* Child side: sends {"entry": {...}, "table": "..."} or {"fatal": {"code", "message"}} or
+ * {"device_error": "..."}. */
+static int send_json(struct worker_channel *channel, cJSON *message)
+{
+    char *text = message ? cJSON_PrintUnformatted(message) : NULL;
+    int status = text ? worker_send(channel, text, strlen(text)) : AUDIT_ENOMEM;
+    free(text);
+    cJSON_Delete(message);
+    return status;
+}
+
+static int send_failure(struct worker_channel *channel, const char *key, int code,
+                        const char *message)
+{
+    cJSON *json = cJSON_CreateObject();
+    cJSON *body = json ? cJSON_AddObjectToObject(json, key) : NULL;
+    if (body) {
+        cJSON_AddNumberToObject(body, "code", code);
+        cJSON_AddStringToObject(body, "message", message);
+    }
+    return send_json(channel, json);
+}
+
+static int record_worker_main(struct worker_channel *channel, size_t first, void *user)
+{
+    const struct record_job *job = user;
+    const struct run_options *options = job->state->options;
+    const struct capture_record *record = job->base->record;
+    struct replay_device *device = NULL;
+    struct replay_input *input = NULL;
+    struct audit_error err = { 0 };
+    int status = replay_device_open(&device, job->state->ordinal,
+                                    (size_t)options->emulate_smem_per_sm, options->noise, &err);
+    if (status < 0)
+        return send_failure(channel, "device_error", status, err.message) < 0 ? 2 : 0;
+    status = replay_input_create(device, record, job->base->k, &input, &err);
+    if (status < 0) {
+        status = send_failure(channel, "fatal", status, err.message) < 0 ? 2 : 0;
+        goto done;
+    }
+    for (size_t task = first; task < options->backend_count; task++) {
+        struct backend_result result;
+        cJSON *entry = NULL;
+        char *table = NULL;
+        backend_result_init(&result, options->backends[task]);
+        result.graph_requested = options->graph;
+        result.batch_requested = options->batch_invariance;
+        status = replay_backend(device, input, options->backends[task], job->checks, job->replay,
+                                &result, &err);
+        const bool lost = status == AUDIT_EDEVICE;
+        if (status < 0 && !lost) {
+            backend_result_release(&result);
+            status = send_failure(channel, "fatal", status, err.message) < 0 ? 2 : 0;
+            goto done;
+        }
+        if (lost)
+            /* A sticky error: the backend's own fault, contained to this process. */
+            backend_result_set_status(&result, BACKEND_CUDA_ERROR, "%s", err.message);
+        cJSON *message = cJSON_CreateObject();
+        if (!message || !judge_backend_result(job, &result, &entry, &table)) {
+            cJSON_Delete(message);
+            backend_result_release(&result);
+            status = 3;
+            goto done;
+        }
+        backend_result_release(&result);
+        cJSON_AddItemToObject(message, "entry", entry);
+        cJSON_AddStringToObject(message, "table", table);
+        free(table);
+        if (send_json(channel, message) < 0) {
+            status = 2;
+            goto done;
+        }
+        status = 0;
+        if (lost)
+            break; /* the context is poisoned: the parent starts a fresh worker for the rest */
+    }
+done:
+    /* A poisoned context may refuse its teardown; the process exit releases it anyway. */
+    if (device && !replay_device_lost(device)) {
+        replay_input_free(input);
+        replay_device_close(device);
+    }
+    return status;
+}
+
+/* Parent side: an entry made here for a backend whose worker gave no result. */
+static int local_entry(struct record_job *job, size_t task, enum backend_status status,
+                       const char *format, ...) __attribute__((format(printf, 4, 5)));
+static int local_entry(struct record_job *job, size_t task, enum backend_status status,
+                       const char *format, ...)
+{
+    struct backend_result result;
+    va_list args;
+    backend_result_init(&result, job->state->options->backends[task]);
+    result.graph_requested = job->state->options->graph;
+    result.batch_requested = job->state->options->batch_invariance;
+    result.status = status;
+    va_start(args, format);
+    vsnprintf(result.reason, sizeof(result.reason), format, args);
+    va_end(args);
+    cJSON_Delete(job->entries[task]);
+    free(job->table_lines[task]);
+    bool made = judge_backend_result(job, &result, &job->entries[task], &job->table_lines[task]);
+    backend_result_release(&result);
+    return made ? AUDIT_OK : AUDIT_ENOMEM;
+}
+
+static int on_record_result(void *user, size_t task, const struct worker_event *event)
+{
+    struct record_job *job = user;
+    struct run_state *state = job->state;
+    const struct record_result *base = job->base;
+    const char *name = state->options->backends[task]->name;
+    if (event->outcome == WORKER_HANG)
+        return local_entry(job, task, BACKEND_HANG, "%s record %u, backend %s: %s (--timeout %u)",
+                           base->file, base->record->index, name, event->description,
+                           state->options->timeout_ms / 1000u);
+    if (event->outcome == WORKER_CRASH)
+        return local_entry(job, task, BACKEND_CRASH, "%s record %u, backend %s: the worker "
+                                                      "process %s",
+                           base->file, base->record->index, name, event->description);
+    cJSON *message = cJSON_ParseWithLength(event->data, event->bytes);
+    cJSON *entry = cJSON_DetachItemFromObjectCaseSensitive(message, "entry");
+    const cJSON *table = cJSON_GetObjectItemCaseSensitive(message, "table");
+    const cJSON *fatal = cJSON_GetObjectItemCaseSensitive(message, "fatal");
+    const cJSON *device_error = cJSON_GetObjectItemCaseSensitive(message, "device_error");
+    int status = AUDIT_OK;
+    if (entry && cJSON_IsObject(entry) && cJSON_IsString(table)) {
+        cJSON_Delete(job->entries[task]);
+        free(job->table_lines[task]);
+        job->entries[task] = entry;
+        job->table_lines[task] = strdup(table->valuestring);
+        entry = NULL;
+        if (!job->table_lines[task])
+            status = AUDIT_ENOMEM;
+    } else if (fatal || device_error) {
+        const cJSON *failure = fatal ? fatal : device_error;
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(failure, "code");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(failure, "message");
+        const char *why = cJSON_IsString(text) ? text->valuestring : "(no message)";
+        status = cJSON_IsNumber(code) && code->valueint < 0 ? code->valueint : AUDIT_EDEVICE;
+        if (device_error) {
+            /* The device itself could not be set up: the rest of the GPU work is skipped. */
+            device_lost(state, why);
+            status = AUDIT_EDEVICE;
+        } else {
+            stop_run(state, status, why);
+        }
+    } else {
+        status = local_entry(job, task, BACKEND_CRASH, "%s record %u, backend %s: the worker "
+                                                       "sent an unreadable result",
+                             base->file, base->record->index, name);
+    }
+    cJSON_Delete(entry);
+    cJSON_Delete(message);
+    return status;
+}
+
+/* SIGINT or SIGTERM (worker_signals_install) stops the run: true once it has. */
+static bool check_interrupted(struct run_state *state)
+{
+    const int sig = worker_stop_signal();
+    if (!sig || state->stop_signal)
+        return state->stop_signal != 0;
+    char name[32];
+    char message[96];
+    state->stop_signal = sig;
+    snprintf(message, sizeof(message), "interrupted by %s",
+             worker_signal_name(sig, name, sizeof(name)));
+    clear_progress(state);
+    stop_run(state, AUDIT_EFAILED, message);
+    return true;
+}
+
+/* Runs every backend of the record in worker processes; entries and table lines are filled for
+ * the backends that got an outcome. */
+static void run_backends(struct run_state *state, struct record_job *job)
+{
+    struct audit_error err = { 0 };
+    int status = worker_run_tasks(state->options->backend_count, record_worker_main,
+                                  on_record_result, job, state->options->timeout_ms, NULL, &err);
+    if (status == WORKER_STOPPED)
+        check_interrupted(state);
+    else if (status < 0 && !state->stopped && !state->device_failed)
+        stop_run(state, status, err.message);
 }
 
 /* CPU side (reference hashes, census) always; GPU side per backend when a device is usable. */
@@ -699,9 +1020,8 @@ static void run_record(struct run_state *state, const char *file, const char *st
     bool checks_ready = false;
     cJSON *census = NULL;
     struct census_row *census_rows = NULL;
-    struct backend_result *results = NULL;
-    struct verdict_result *verdicts = NULL;
-    struct replay_input *input = NULL;
+    cJSON **entries = NULL;
+    char **table_lines = NULL;
     int status;
 
     memset(&checks, 0, sizeof(checks));
@@ -746,20 +1066,19 @@ static void run_record(struct run_state *state, const char *file, const char *st
         .source_rows = options->rows,
         .census = census,
         .census_rows = census_rows,
-        .backend_count = options->backend_count,
+        .backend_count = 0, /* the backends' entries are built by the workers */
     };
     hash_indices(checks.reference, (size_t)replayed->rows * k, result.reference_hash);
     if (hash_index_sets(checks.reference, replayed->rows, k, result.reference_set_hash) < 0) {
         status = audit_fail(&err, AUDIT_ENOMEM, "out of memory hashing the reference sets");
         goto fatal;
     }
-    results = calloc(options->backend_count, sizeof(*results));
-    verdicts = calloc(options->backend_count, sizeof(*verdicts));
-    if (!results || !verdicts) {
+    entries = calloc(options->backend_count, sizeof(*entries));
+    table_lines = calloc(options->backend_count, sizeof(*table_lines));
+    if (!entries || !table_lines) {
         status = audit_fail(&err, AUDIT_ENOMEM, "out of memory for the backend results");
         goto fatal;
     }
-    result.backends = results;
 
     const struct replay_options replay_options = {
         .reps = options->reps,
@@ -775,55 +1094,51 @@ static void run_record(struct run_state *state, const char *file, const char *st
     };
     state->progress_file = file;
     state->progress_record = record->index;
-    bool host_failure = false;
+    struct record_job job = {
+        .state = state,
+        .base = &result,
+        .checks = &checks,
+        .replay = &replay_options,
+        .entries = entries,
+        .table_lines = table_lines,
+    };
+    /* Without a device nothing is forked; otherwise each backend replays in a worker. */
+    if (state->device_available && !state->device_failed && !state->stopped)
+        run_backends(state, &job);
+    clear_progress(state);
     for (size_t i = 0; i < options->backend_count; i++) {
-        const struct topk_backend *backend = options->backends[i];
-        backend_result_init(&results[i], backend);
-        results[i].graph_requested = options->graph;
-        results[i].batch_requested = options->batch_invariance;
-        if (!state->device_available) {
-            backend_result_set_status(&results[i], BACKEND_UNAVAILABLE, "%s",
-                                      state->unavailable_reason);
+        if (entries[i])
             continue;
-        }
-        if (host_failure || !state->device || state->device_failed) {
-            backend_result_set_status(&results[i], BACKEND_SKIPPED, "not run: %s",
-                                      state->stop_reason);
-            continue;
-        }
-        if (!input && replay_input_create(state->device, replayed, k, &input, &err) < 0) {
-            host_failure = true;
-            stop_run(state, err.code, err.message);
-            backend_result_set_status(&results[i], BACKEND_SKIPPED, "not run: %s", err.message);
-            continue;
-        }
-        status = replay_backend(state->device, input, backend, &checks, &replay_options,
-                                &results[i], &err);
-        if (status == AUDIT_EDEVICE) {
-            device_lost(state, err.message);
-        } else if (status < 0) {
-            host_failure = true;
-            stop_run(state, status, err.message);
+        if (!state->device_available)
+            status = local_entry(&job, i, BACKEND_UNAVAILABLE, "%s", state->unavailable_reason);
+        else
+            status = local_entry(&job, i, BACKEND_SKIPPED, "not run: %s",
+                                 state->stop_reason[0] ? state->stop_reason : "the run stopped");
+        if (status < 0) {
+            audit_fail(&err, status, "out of memory reporting %s record %u", file, record->index);
+            goto fatal;
         }
     }
-    clear_progress(state);
-    status = state->pass == 0 ? add_record(state, &result, verdicts, global_index, &err)
-                              : add_device_pass(state, &result, verdicts, &err);
+    for (size_t i = 0; i < options->backend_count; i++) {
+        const cJSON *verdict = json_child(entries[i], "verdict");
+        if (cJSON_IsString(verdict) && strcmp(verdict->valuestring, "fail") == 0)
+            state->any_failure = true;
+    }
+    status = state->pass == 0 ? add_record(state, &result, entries, global_index, &err)
+                              : add_device_pass(state, &result, entries, &err);
     if (status < 0)
         goto fatal;
-    for (size_t i = 0; i < options->backend_count; i++)
-        if (verdicts[i].verdict == VERDICT_FAIL)
-            state->any_failure = true;
-    print_record(state, &result, verdicts);
+    print_record(state, table_lines);
     goto done;
 fatal:
     stop_run(state, status, err.message);
 done:
-    for (size_t i = 0; results && i < options->backend_count; i++)
-        backend_result_release(&results[i]);
-    free(results);
-    free(verdicts);
-    replay_input_free(input);
+    for (size_t i = 0; entries && i < options->backend_count; i++)
+        cJSON_Delete(entries[i]);
+    for (size_t i = 0; table_lines && i < options->backend_count; i++)
+        free(table_lines[i]);
+    free(entries);
+    free(table_lines);
     cJSON_Delete(census);
     free(census_rows);
     if (checks_ready)
@@ -856,7 +1171,7 @@ static void run_file(struct run_state *state, const char *path)
             input_error(state, path, -1, -1, "io", err.message);
         return;
     }
-    while (!state->stopped) {
+    while (!state->stopped && !check_interrupted(state)) {
         struct capture_record record;
         status = capture_read_record(reader, &record, &err);
         if (status == 0)
@@ -890,19 +1205,62 @@ static void run_file(struct run_state *state, const char *path)
 
 /* ---- device --------------------------------------------------------------------------------- */
 
+/* The probe worker: device count and every device's description, in one message. The parent
+ * must not initialise CUDA (a CUDA context does not survive fork), so even this runs in a
+ * child. */
+static int probe_worker_main(struct worker_channel *channel, size_t first, void *user)
+{
+    const struct run_options *options = user;
+    struct device_probe *probe = calloc(1, sizeof(*probe));
+    (void)first;
+    if (!probe)
+        return 3;
+    gpu_device_count(&probe->count, probe->why, sizeof(probe->why));
+    for (int i = 0; i < probe->count && i < RUN_MAX_DEVICES; i++) {
+        struct audit_error err = { 0 };
+        probe->queried[i] = gpu_device_query(i, (size_t)options->emulate_smem_per_sm,
+                                             &probe->info[i], &err) == 0;
+        if (!probe->queried[i] && !probe->query_error[0])
+            snprintf(probe->query_error, sizeof(probe->query_error), "%s", err.message);
+    }
+    int status = worker_send(channel, probe, sizeof(*probe)) < 0 ? 2 : 0;
+    free(probe);
+    return status;
+}
+
+static int on_probe_result(void *user, size_t task, const struct worker_event *event)
+{
+    struct device_probe *probe = user;
+    (void)task;
+    if (event->outcome == WORKER_MESSAGE && event->bytes == sizeof(*probe)) {
+        memcpy(probe, event->data, sizeof(*probe));
+        return AUDIT_OK;
+    }
+    probe->count = 0;
+    snprintf(probe->why, sizeof(probe->why), "the device probe %s",
+             event->outcome == WORKER_MESSAGE ? "sent a malformed answer" : event->description);
+    return AUDIT_OK;
+}
+
+/* Runs the probe. Returns 0, WORKER_STOPPED, or a negative code with err filled. */
+static int probe_devices(const struct run_options *options, struct device_probe *probe,
+                         struct audit_error *err)
+{
+    memset(probe, 0, sizeof(*probe));
+    return worker_run_tasks(1, probe_worker_main, on_probe_result, probe, options->timeout_ms,
+                            NULL, err);
+}
+
 /* Returns EXIT_USAGE for a --device the machine does not have, else 0 (the state says whether a
  * device is usable and why not). */
 static int open_device(struct run_state *state, struct run_context *context)
 {
     const struct run_options *options = state->options;
-    struct audit_error err = { 0 };
-    int count = 0;
-    char why[512] = "";
-    gpu_device_count(&count, why, sizeof(why));
-    if (count == 0) {
+    const struct device_probe *probe = &state->probe;
+    if (probe->count == 0) {
         state->device_available = false;
         snprintf(state->unavailable_reason, sizeof(state->unavailable_reason),
-                 "no CUDA device: %s", why[0] ? why : "none found");
+                 "no CUDA device: %s", probe->why[0] ? probe->why : "none found");
         snprintf(context->device_unavailable_reason, sizeof(context->device_unavailable_reason),
                  "%s", state->unavailable_reason);
         if (!options->quiet)
@@ -911,32 +1269,42 @@ static int open_device(struct run_state *state, struct run_context *context)
                     state->unavailable_reason);
         return AUDIT_OK;
     }
-    if (options->device >= count)
+    if (options->device >= probe->count)
         return cli_usage_error(&cmd_run, "--device %d: this machine has %d CUDA device(s)",
-                               options->device, count);
+                               options->device, probe->count);
     state->device_available = true;
-    if (replay_device_open(&state->device, options->device,
-                           (size_t)options->emulate_smem_per_sm, options->noise, &err) < 0) {
-        /* A device that is there but cannot be set up stops every GPU step. */
+    state->ordinal = options->device;
+    if (options->device >= RUN_MAX_DEVICES || !probe->queried[options->device]) {
+        /* A device that is there but cannot be described stops every GPU step. */
+        char message[AUDIT_ERROR_MESSAGE_BYTES];
+        snprintf(message, sizeof(message), "device %d: %.900s", options->device,
+                 probe->query_error[0] ? probe->query_error : "cannot be queried");
         snprintf(context->device_unavailable_reason, sizeof(context->device_unavailable_reason),
-                 "%s", err.message);
-        device_lost(state, err.message);
+                 "%s", message);
+        device_lost(state, message);
         return AUDIT_OK;
     }
     context->device_available = true;
-    context->device = *replay_device_info(state->device);
+    context->device = probe->info[options->device];
     return AUDIT_OK;
+}
+
+/* The probe's description of ordinal, or NULL. */
+static const struct gpu_device_info *probed_info(const struct run_state *state, int ordinal)
+{
+    if (ordinal < 0 || ordinal >= RUN_MAX_DEVICES || ordinal >= state->probe.count ||
+        !state->probe.queried[ordinal])
+        return NULL;
+    return &state->probe.info[ordinal];
 }
 
 /* --devices: resolves "all" and checks each ordinal against the machine. Returns 0 or
  * EXIT_USAGE. Without any device the list stays as given (the run reports it unavailable). */
-static int resolve_devices(struct run_options *options)
+static int resolve_devices(struct run_options *options, const struct device_probe *probe)
 {
-    int count = 0;
-    char why[512] = "";
+    const int count = probe->count;
     if (!options->devices_text)
         return AUDIT_OK;
-    gpu_device_count(&count, why, sizeof(why));
     if (options->all_devices) {
         options->device_count = 0;
         for (int i = 0; i < count && i < RUN_MAX_DEVICES; i++)
@@ -951,24 +1319,24 @@ static int resolve_devices(struct run_options *options)
     return AUDIT_OK;
 }
 
-/* Opens the device of --devices entry pass (after the first) in place of the previous one; a
- * device that cannot be set up skips the GPU work of its pass (the report says why). */
+/* Switches to the device of --devices entry pass (after the first); a device that cannot be
+ * described skips the GPU work of its pass (the report says why). Each record's worker opens
+ * the device itself. */
 static void start_device_pass(struct run_state *state, size_t pass, cJSON *devices)
 {
     const struct run_options *options = state->options;
-    struct audit_error err = { 0 };
     const int ordinal = options->devices[pass];
-    replay_device_close(state->device);
-    state->device = NULL;
+    const struct gpu_device_info *info = probed_info(state, ordinal);
+    state->ordinal = ordinal;
     state->device_failed = false;
     cJSON_Delete(state->device_identity);
     state->device_identity = NULL;
-    if (replay_device_open(&state->device, ordinal, (size_t)options->emulate_smem_per_sm,
-                           options->noise, &err) < 0) {
-        state->device = NULL;
-        device_lost(state, err.message);
+    if (!info) {
+        char message[AUDIT_ERROR_MESSAGE_BYTES];
+        snprintf(message, sizeof(message), "device %d: %.900s", ordinal,
+                 state->probe.query_error[0] ? state->probe.query_error : "cannot be queried");
+        device_lost(state, message);
     }
-    const struct gpu_device_info *info = state->device ? replay_device_info(state->device) : NULL;
     state->device_identity = device_identity_json(pass, ordinal, info);
     if (!state->device_identity) {
         stop_run(state, AUDIT_ENOMEM, "out of memory describing a device");
@@ -977,7 +1345,7 @@ static void start_device_pass(struct run_state *state, size_t pass, cJSON *devic
     cJSON_AddItemToArray(devices, cJSON_Duplicate(state->device_identity, 1));
     if (state->table)
         fprintf(state->table, "# --devices entry %zu: ordinal %d (%s)\n", pass, ordinal,
-                state->device ? replay_device_info(state->device)->name : "could not be opened");
+                info ? info->name : "could not be opened");
 }
 
 /* Records --shard and --devices in the report's context. */
@@ -1072,7 +1440,8 @@ static int write_baseline(const struct run_state *state, int exit_code, struct a
     return status;
 }
 
-/* The most severe outcome wins: 4 > 3 > 2 > 1 > 0 (docs/REPORT.md "Exit codes"). */
+/* The most severe outcome wins: 4 > 3 > 2 > 1 > 0, and an interruption over all (docs/REPORT.md
+ * "Exit codes"). */
 static int final_exit_code(const struct run_state *state)
 {
     int code = state->any_failure ? EXIT_AUDIT_FAILED : EXIT_AUDIT_OK;
@@ -1084,6 +1453,9 @@ static int final_exit_code(const struct run_state *state)
         code = EXIT_DEVICE;
     if (state->stopped && audit_exit_code(state->fatal_status) > code)
         code = audit_exit_code(state->fatal_status);
+    /* Interrupted: the shell's convention, 128 + the signal (130 SIGINT, 143 SIGTERM). */
+    if (state->stop_signal)
+        code = 128 + state->stop_signal;
     return code;
 }
 
@@ -1095,6 +1467,7 @@ static int run_run(int argc, char **argv)
     struct path_list inputs = { 0 };
     struct audit_error err = { 0 };
     bool report_started = false;
+    bool signals_installed = false;
     cJSON *devices = NULL; /* --devices: the device of each entry, for the cross_device block */
     int first_path = 0;
     int exit_code = parse_options(argc, argv, &options, &first_path);
@@ -1132,7 +1505,22 @@ static int run_run(int argc, char **argv)
     context.backends = options.backend_names;
     context.backend_count = options.backend_count;
 
-    exit_code = resolve_devices(&options);
+    /* SIGINT and SIGTERM from here on: the workers are stopped and the report is written. */
+    if (worker_signals_install() == 0)
+        signals_installed = true;
+    exit_code = probe_devices(&options, &state.probe, &err);
+    if (exit_code == WORKER_STOPPED) {
+        state.stop_signal = worker_stop_signal();
+        exit_code = 128 + state.stop_signal;
+        fprintf(stderr, "dsatopk-audit run: interrupted while looking for devices\n");
+        goto done;
+    }
+    if (exit_code < 0) {
+        fprintf(stderr, "dsatopk-audit run: %s\n", err.message);
+        exit_code = audit_exit_code(exit_code);
+        goto done;
+    }
+    exit_code = resolve_devices(&options, &state.probe);
     if (exit_code != AUDIT_OK)
         goto done;
     exit_code = open_device(&state, &context);
@@ -1146,8 +1534,8 @@ static int run_run(int argc, char **argv)
             goto done;
         }
         if (state.device_available && options.device_count > 0) {
-            state.device_identity = device_identity_json(
-                0, options.devices[0], state.device ? replay_device_info(state.device) : NULL);
+            state.device_identity = device_identity_json(0, options.devices[0],
+                                                         probed_info(&state, options.devices[0]));
             if (state.device_identity)
                 cJSON_AddItemToArray(devices, cJSON_Duplicate(state.device_identity, 1));
         }
@@ -1168,7 +1556,7 @@ static int run_run(int argc, char **argv)
         if (expand_path(&inputs, RUN_DEFAULT_CAPTURES, &err) < 0)
             input_error(&state, RUN_DEFAULT_CAPTURES, -1, -1, "io", err.message);
     }
-    for (int i = first_path; i < argc && !state.stopped; i++) {
+    for (int i = first_path; i < argc && !state.stopped && !check_interrupted(&state); i++) {
         if (expand_path(&inputs, argv[i], &err) < 0) {
             if (err.code == AUDIT_ENOMEM)
                 stop_run(&state, err.code, err.message);
@@ -1181,7 +1569,9 @@ static int run_run(int argc, char **argv)
     const size_t passes = state.device_available && options.device_count ? options.device_count : 1;
     if (state.table && passes > 1 && state.device_identity)
         fprintf(state.table, "# --devices entry 0: ordinal %d (%s)\n", options.devices[0],
-                state.device ? replay_device_info(state.device)->name : "could not be opened");
+                probed_info(&state, options.devices[0])
+                    ? probed_info(&state, options.devices[0])->name
+                    : "could not be opened");
     for (size_t pass = 0; pass < passes && !state.stopped; pass++) {
         if (pass > 0)
             start_device_pass(&state, pass, devices);
@@ -1221,7 +1611,9 @@ static int run_run(int argc, char **argv)
 done:
     if (report_started)
         report_release(&state.report);
-    replay_device_close(state.device);
+    if (signals_installed)
+        worker_signals_restore();
+    plugin_unload_all();
     cJSON_Delete(state.device_identity);
     cJSON_Delete(devices);
     path_list_free(&inputs);

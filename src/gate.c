@@ -194,7 +194,7 @@ static int parse_level(const char *text, enum topk_determinism *level)
 
 static int parse_status(const char *text, enum backend_status *status)
 {
-    for (int s = BACKEND_OK; s <= BACKEND_SKIPPED; s++) {
+    for (int s = BACKEND_OK; s < BACKEND_STATUS_COUNT; s++) {
         if (strcmp(text, backend_status_name((enum backend_status)s)) == 0) {
             *status = (enum backend_status)s;
             return 0;
@@ -1342,7 +1342,10 @@ static void judge_backend(struct entry_builder *builder, const struct gate_recor
         judge_measured(builder, record, backend, rules->level, golden, golden_origin);
         break;
     case BACKEND_ERROR:
-        entry_fail(builder, -1, "error: %s", backend->reason ? backend->reason : "(no reason)");
+    case BACKEND_HANG:
+    case BACKEND_CRASH:
+    case BACKEND_CUDA_ERROR:
+        entry_fail(builder, -1, "%s: %s", status, backend->reason ? backend->reason : "(no reason)");
         break;
     case BACKEND_UNSUPPORTED:
     case BACKEND_UNAVAILABLE:
@@ -2013,7 +2016,7 @@ cJSON *gate_report_summary(const cJSON *records, const cJSON *input_errors)
     for (size_t i = 0; i < sizeof(totals) / sizeof(totals[0]); i++)
         cJSON_AddNumberToObject(summary, totals[i], 0);
     cJSON *statuses = cJSON_AddObjectToObject(summary, "status");
-    for (int s = BACKEND_OK; statuses && s <= BACKEND_SKIPPED; s++)
+    for (int s = BACKEND_OK; statuses && s < BACKEND_STATUS_COUNT; s++)
         cJSON_AddNumberToObject(statuses, backend_status_name((enum backend_status)s), 0);
     cJSON_AddNumberToObject(summary, "input_errors", cJSON_GetArraySize(input_errors));
     cJSON *by_backend = cJSON_AddObjectToObject(summary, "by_backend");

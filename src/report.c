@@ -372,8 +372,22 @@ const char *backend_status_name(enum backend_status status)
     case BACKEND_UNAVAILABLE: return "unavailable";
     case BACKEND_ERROR: return "error";
     case BACKEND_SKIPPED: return "skipped";
+    case BACKEND_HANG: return "hang";
+    case BACKEND_CRASH: return "crash";
+    case BACKEND_CUDA_ERROR: return "cuda_error";
     }
     return "unknown";
+}
+
+int backend_status_parse(const char *name, enum backend_status *status)
+{
+    for (int s = BACKEND_OK; name && s < BACKEND_STATUS_COUNT; s++) {
+        if (strcmp(name, backend_status_name((enum backend_status)s)) == 0) {
+            *status = (enum backend_status)s;
+            return 0;
+        }
+    }
+    return -1;
 }
 
 void backend_result_init(struct backend_result *result, const struct topk_backend *backend)
@@ -550,8 +564,11 @@ void report_verdict(const struct backend_result *result, const struct census_row
         verdict_reason(verdict, "%s: %s", backend_status_name(result->status), result->reason);
         return;
     case BACKEND_ERROR:
+    case BACKEND_HANG:
+    case BACKEND_CRASH:
+    case BACKEND_CUDA_ERROR:
         verdict->verdict = VERDICT_FAIL;
-        verdict_reason(verdict, "error: %s", result->reason);
+        verdict_reason(verdict, "%s: %s", backend_status_name(result->status), result->reason);
         return;
     case BACKEND_OK:
         break;
@@ -1019,6 +1036,31 @@ cJSON *report_record_json(const struct record_result *record, const struct verdi
     return json;
 }
 
+cJSON *report_backend_json(const struct record_result *record, const struct backend_result *result,
+                           const struct verdict_result *verdict)
+{
+    return backend_json(record, result, verdict);
+}
+
+cJSON *report_record_json_entries(const struct record_result *record, cJSON **entries,
+                                  size_t count)
+{
+    cJSON *json = report_record_json(record, NULL);
+    cJSON *backends = json ? cJSON_GetObjectItemCaseSensitive(json, "backends") : NULL;
+    if (!backends) {
+        cJSON_Delete(json);
+        return NULL;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (!entries[i] || !cJSON_AddItemToArray(backends, entries[i])) {
+            cJSON_Delete(json);
+            return NULL;
+        }
+        entries[i] = NULL;
+    }
+    return json;
+}
+
 int report_begin(struct run_report *report, const struct run_context *context,
                  struct audit_error *err)
 {
@@ -1104,6 +1146,40 @@ done:
     return status;
 }
 
+/* count_verdict for an entry built elsewhere. */
+static void count_entry(struct run_report *report, const cJSON *entry)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(entry, "name");
+    const cJSON *status_json = cJSON_GetObjectItemCaseSensitive(entry, "status");
+    const cJSON *verdict_json = cJSON_GetObjectItemCaseSensitive(entry, "verdict");
+    struct topk_backend named = { .name = cJSON_IsString(name) ? name->valuestring : "unnamed" };
+    struct backend_result result = { .backend = &named, .status = BACKEND_ERROR };
+    struct verdict_result verdict = { .verdict = VERDICT_FAIL };
+    if (cJSON_IsString(status_json))
+        backend_status_parse(status_json->valuestring, &result.status);
+    if (cJSON_IsString(verdict_json)) {
+        for (int v = VERDICT_PASS; v <= VERDICT_NOT_RUN; v++)
+            if (strcmp(verdict_json->valuestring, verdict_name((enum verdict)v)) == 0)
+                verdict.verdict = (enum verdict)v;
+    }
+    count_verdict(report, &result, &verdict);
+}
+
+int report_add_record_entries(struct run_report *report, const struct record_result *record,
+                              cJSON **entries, size_t count, struct audit_error *err)
+{
+    for (size_t i = 0; i < count; i++)
+        if (entries[i])
+            count_entry(report, entries[i]);
+    cJSON *json = report_record_json_entries(record, entries, count);
+    if (!json)
+        return audit_fail(err, AUDIT_ENOMEM, "out of memory reporting %s record %u", record->file,
+                          record->record->index);
+    cJSON_AddItemToArray(report->records, json);
+    report->record_count++;
+    return AUDIT_OK;
+}
+
 int report_add_input_error(struct run_report *report, const char *file, int64_t record,
                            int64_t byte_offset, const char *kind, const char *message,
                            struct audit_error *err)
@@ -1146,7 +1222,7 @@ int report_finish(struct run_report *report, bool complete, const char *stop_rea
     json_add_u64(summary, "backends_fail", report->fail);
     json_add_u64(summary, "backends_not_run", report->not_run);
     cJSON *statuses = cJSON_AddObjectToObject(summary, "status");
-    for (int s = BACKEND_OK; statuses && s <= BACKEND_SKIPPED; s++)
+    for (int s = BACKEND_OK; statuses && s < BACKEND_STATUS_COUNT; s++)
         json_add_u64(statuses, backend_status_name((enum backend_status)s), report->status_counts[s]);
     json_add_u64(summary, "input_errors", (uint64_t)cJSON_GetArraySize(report->input_errors));
     cJSON_AddItemToObject(summary, "by_backend", cJSON_Duplicate(report->by_backend, 1));
@@ -1239,6 +1315,15 @@ void report_table_summary(FILE *out, const struct run_report *report, const char
             (unsigned long long)report->status_counts[BACKEND_UNAVAILABLE],
             (unsigned long long)report->status_counts[BACKEND_SKIPPED],
             cJSON_GetArraySize(report->input_errors));
+    const uint64_t faults = report->status_counts[BACKEND_HANG] +
+                            report->status_counts[BACKEND_CRASH] +
+                            report->status_counts[BACKEND_CUDA_ERROR];
+    if (faults)
+        fprintf(out, "# contained faults: %llu hang, %llu crash, %llu cuda_error (each killed or "
+                     "lost its worker process; the audit went on)\n",
+                (unsigned long long)report->status_counts[BACKEND_HANG],
+                (unsigned long long)report->status_counts[BACKEND_CRASH],
+                (unsigned long long)report->status_counts[BACKEND_CUDA_ERROR]);
     if (report_path)
         fprintf(out, "# report: %s\n", report_path);
 }

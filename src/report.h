@@ -113,8 +113,16 @@ enum backend_status {
     BACKEND_UNAVAILABLE, /* no CUDA device or driver: reason */
     BACKEND_ERROR,       /* a CUDA or launch error, out of memory: reason */
     BACKEND_SKIPPED,     /* not attempted: the device was lost earlier in the run (reason) */
+    /* Faults contained by the worker process (docs/RELIABILITY.md "Isolation"): */
+    BACKEND_HANG,        /* no result within --timeout: the worker was killed (reason) */
+    BACKEND_CRASH,       /* the worker died: the signal or exit status is in the reason */
+    BACKEND_CUDA_ERROR,  /* a sticky CUDA error (illegal address, ...) poisoned the worker's
+                            context: the CUDA message is in the reason */
 };
+#define BACKEND_STATUS_COUNT ((int)BACKEND_CUDA_ERROR + 1)
 const char *backend_status_name(enum backend_status status);
+/* The status named name ("ok", "hang", ...); -1 when none is. */
+int backend_status_parse(const char *name, enum backend_status *status);
 
 /* --batch-invariance: one row tested in several batch contexts (alone, then shuffled batches). */
 struct batch_row_result {
@@ -243,7 +251,7 @@ struct run_report {
     cJSON *input_errors;
     /* summary counters */
     uint64_t record_count, runs, pass, fail, not_run;
-    uint64_t status_counts[BACKEND_SKIPPED + 1];
+    uint64_t status_counts[BACKEND_STATUS_COUNT];
     cJSON *by_backend;
 };
 
@@ -266,6 +274,21 @@ void report_release(struct run_report *report);
 /* The record's JSON object alone (report_add_record appends it). */
 cJSON *report_record_json(const struct record_result *record,
                           const struct verdict_result *verdicts);
+
+/* Records whose backends ran elsewhere (`run` replays each backend in a worker process, which
+ * judges it and sends its entry back as JSON text):
+ * - report_backend_json: one backend's entry of record's "backends" list, judged by verdict
+ *   (record's own backends and backend_count are not used);
+ * - report_record_json_entries: the record's object with the given entries as its "backends"
+ *   (each entry is moved in and its slot set to NULL; record->backend_count must be 0);
+ * - report_add_record_entries: appends that object and counts each entry's status and verdict
+ *   in the summary, as report_add_record does. */
+cJSON *report_backend_json(const struct record_result *record, const struct backend_result *result,
+                           const struct verdict_result *verdict);
+cJSON *report_record_json_entries(const struct record_result *record, cJSON **entries,
+                                  size_t count);
+int report_add_record_entries(struct run_report *report, const struct record_result *record,
+                              cJSON **entries, size_t count, struct audit_error *err);
 
 /* ---- terminal table ------------------------------------------------------------------------- */
 

@@ -201,4 +201,31 @@ json_check "$TMP/text.json" 'len(j["records"]) == 0 and len(j["input_errors"]) =
 mkdir -p "$TMP/empty"
 expect_exit 3 "a directory without captures" -- "$AUDIT" run --quiet --out "$TMP/empty.json" "$TMP/empty"
 
+# ---- isolation options (docs/RELIABILITY.md "Isolation"); no GPU needed -----------------------
+expect_exit 2 "--timeout 0 is refused" -- "$AUDIT" run --quiet --timeout 0 --out "$TMP/t.json" "$CAPTURE"
+expect_exit 2 "--timeout that is not a number" -- "$AUDIT" run --quiet --timeout soon --out "$TMP/t.json" "$CAPTURE"
+expect_exit 0 "--timeout 5 is accepted" -- "$AUDIT" run --quiet --reps 1 --timeout 5 --out "$TMP/t.json" "$CAPTURE"
+expect_exit 3 "--plugin of a missing file exits 3" -- "$AUDIT" run --quiet --plugin "$TMP/none.so" --out "$TMP/p.json" "$CAPTURE"
+expect_grep "--plugin $TMP/none.so: plugin $TMP/none.so: cannot open" "$TMP/err" "the message names the plugin file"
+[ -e "$TMP/p.json" ] && fail "no report is written when a plugin cannot be loaded" || pass "no report after a plugin load failure"
+echo "not a shared object" >"$TMP/text.so"
+expect_exit 3 "--plugin of a file that is not a shared object exits 3" -- "$AUDIT" run --quiet --plugin "$TMP/text.so" --out "$TMP/p.json" "$CAPTURE"
+expect_grep "not a loadable shared object" "$TMP/err" "the message says why"
+HOST_PLUGIN="$(dirname "$AUDIT")/../tests/plugins/host_good.so"
+if [ -f "$HOST_PLUGIN" ]; then
+    expect_exit 0 "--plugin host_good.so: its backend joins the built-ins" -- "$AUDIT" run --quiet --reps 1 --plugin "$HOST_PLUGIN" --out "$TMP/p.json" "$CAPTURE"
+    json_check "$TMP/p.json" 'j["context"]["backends"][-1] == "host-good" and all(len(r["backends"]) == 6 and r["backends"][-1]["name"] == "host-good" for r in j["records"])' \
+        "the plugin's backend is audited after the built-ins on every record"
+    json_check "$TMP/p.json" 'all(b["plugin"]["path"].endswith("host_good.so") and len(b["plugin"]["sha256"]) == 64 for r in j["records"] for b in r["backends"] if b["name"] == "host-good")' \
+        "its entries record the plugin file and its SHA-256"
+    expect_exit 0 "--backends may name a plugin's backend given later" -- "$AUDIT" run --quiet --reps 1 --backends host-good,sort --plugin "$HOST_PLUGIN" --out "$TMP/p2.json" "$CAPTURE"
+    json_check "$TMP/p2.json" '[b["name"] for b in j["records"][0]["backends"]] == ["host-good", "sort"]' "in the order --backends gives"
+    expect_exit 3 "the same plugin twice: its name is taken" -- "$AUDIT" run --quiet --plugin "$HOST_PLUGIN" --plugin "$HOST_PLUGIN" --out "$TMP/p3.json" "$CAPTURE"
+    expect_exit 2 "--backends naming an unknown backend with plugins loaded" -- "$AUDIT" run --quiet --backends nope --plugin "$HOST_PLUGIN" --out "$TMP/p3.json" "$CAPTURE"
+else
+    echo "# $HOST_PLUGIN is not built: the --plugin loading checks are skipped"
+fi
+json_check "$R" 'all(k in j["summary"]["status"] for k in ("hang", "crash", "cuda_error"))' \
+    "the summary counts the isolation statuses (hang, crash, cuda_error)"
+
 finish

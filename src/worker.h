@@ -1,0 +1,107 @@
+/* Worker processes: run a sequence of tasks in a forked child, one result message per task
+ * through a pipe, under a watchdog (docs/RELIABILITY.md "Isolation").
+ *
+ * `run` replays kernels that may hang, crash the process or poison the CUDA context. Each
+ * batch of such work runs in a child process; the parent only reads messages. The machinery here
+ * knows nothing about CUDA or reports: the child's work is a function pointer, so the unit tests
+ * drive it with plain CPU children.
+ *
+ * Protocol. worker_run_tasks(count, ...) forks a child that runs child_main(channel, first, user)
+ * with first = 0; the child sends exactly one message per task, in task order, starting at
+ * first, with worker_send(). For each task the parent calls on_result once, with either the
+ * child's message or what happened instead:
+ *   - no message within timeout_ms of the previous one (or of the start): WORKER_HANG; the child
+ *     is killed (SIGKILL) and reaped;
+ *   - the child died by a signal: WORKER_CRASH with the signal; exited non-zero: WORKER_CRASH with
+ *     the status; died in the middle of a message: WORKER_CRASH, "mid-message";
+ * and then forks a fresh child for the remaining tasks (first = the next task). A child that
+ * returns 0 after sending some messages asks for a fresh process for the rest (used after a
+ * sticky CUDA error: the context is poisoned, the next task needs a new one); a child that
+ * returns 0 having sent nothing is charged with the current task (WORKER_CRASH), so that a child
+ * can never make the parent loop.
+ *
+ * Children die with the parent (PR_SET_PDEATHSIG on Linux, and a getppid() check), ignore
+ * SIGINT (Ctrl-C reaches the whole process group: the parent decides), end with _exit() (the
+ * parent's stdio buffers are never flushed twice) and are always reaped: no zombie, no orphan.
+ *
+ * Stopping. worker_signals_install() makes SIGINT and SIGTERM set a flag instead of killing the
+ * process; worker_run_tasks polls it at least every WORKER_POLL_SLICE_MS, kills the child and
+ * returns WORKER_STOPPED. The caller then writes what it has and exits 128 + the signal. */
+#ifndef DSATOPK_WORKER_H
+#define DSATOPK_WORKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* Largest message a child may send (a bigger length prefix is a protocol error: crash). */
+#define WORKER_MAX_MESSAGE_BYTES (256u << 20)
+/* How often a waiting parent looks at the stop flag. */
+#define WORKER_POLL_SLICE_MS 100
+/* worker_run_tasks returns this (a positive value, not an AUDIT_E* code) when SIGINT or SIGTERM
+ * arrived (worker_stop_signal() says which). */
+#define WORKER_STOPPED 1
+
+/* The child's end of the pipe. */
+struct worker_channel {
+    int fd;
+};
+
+/* Sends one message (a 4-byte length prefix, then the bytes). Child side. Returns 0 or
+ * AUDIT_EIO (the parent is gone or the message is too big). */
+int worker_send(struct worker_channel *channel, const void *data, size_t bytes);
+
+/* The child's work: tasks first, first + 1, ... one message each. Its return value becomes the
+ * exit status (0: done or "give me a fresh process"; anything else: a crash of the current
+ * task). */
+typedef int (*worker_child_fn)(struct worker_channel *channel, size_t first_task, void *user);
+
+enum worker_outcome {
+    WORKER_MESSAGE, /* data, bytes: the child's message for the task */
+    WORKER_HANG,    /* no message within the timeout: killed */
+    WORKER_CRASH,   /* died (signal, exit status, mid-message, no message): description */
+};
+
+struct worker_event {
+    enum worker_outcome outcome;
+    const void *data;   /* WORKER_MESSAGE: valid during the callback; NUL-terminated too */
+    size_t bytes;
+    int signal;         /* WORKER_CRASH by a signal: its number, else 0 */
+    int exit_status;    /* WORKER_CRASH by exit: the status, else -1 */
+    char description[256]; /* HANG and CRASH: "killed after 120 s without a result",
+                              "killed by signal SIGSEGV (Segmentation fault)", ... */
+};
+
+/* The parent's view of each task's outcome, in task order. Returns 0 to go on, or a negative
+ * AUDIT_E* code to stop (the child is killed and reaped and worker_run_tasks returns it). */
+typedef int (*worker_result_fn)(void *user, size_t task, const struct worker_event *event);
+
+struct worker_stats {
+    unsigned processes;  /* children forked */
+    unsigned hangs, crashes;
+};
+
+/* Runs tasks 0 .. task_count - 1 as described above. timeout_ms: per task (0: no watchdog).
+ * stats may be NULL. Returns 0 when every task has an outcome, WORKER_STOPPED on SIGINT/SIGTERM
+ * (after worker_signals_install), on_result's negative code, or AUDIT_EDEVICE when a process or
+ * pipe cannot be created (err filled). Every child is reaped before it returns. */
+int worker_run_tasks(size_t task_count, worker_child_fn child_main, worker_result_fn on_result,
+                     void *user, unsigned timeout_ms, struct worker_stats *stats,
+                     struct audit_error *err);
+
+/* SIGINT and SIGTERM set the stop flag (no SA_RESTART: blocking calls return EINTR). Returns 0
+ * or -1. worker_signals_restore puts back the previous handlers. */
+int worker_signals_install(void);
+void worker_signals_restore(void);
+/* 0, or the signal that asked the process to stop. */
+int worker_stop_signal(void);
+/* Clears the stop flag (tests). */
+void worker_stop_clear(void);
+/* Sets the stop flag as if sig had arrived (tests, and callers that stop for another reason). */
+void worker_stop_request(int sig);
+
+/* "SIGSEGV" for SIGSEGV, "signal 42" for one without a name (buffer of at least 16 bytes). */
+const char *worker_signal_name(int sig, char *buffer, size_t size);
+
+#endif

@@ -1,0 +1,424 @@
+/* Unit tests of src/worker.c with plain CPU children (no GPU): results come back in task order
+ * (also messages bigger than a pipe buffer), a hanging child is killed after the timeout and
+ * the remaining tasks run in a fresh process, a child killed by SIGSEGV is a crash naming the
+ * signal, a child that dies mid-message or exits without a result is a crash, a child may ask
+ * for a fresh process, SIGINT stops everything, children die with their parent, and no zombie is
+ * ever left behind. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include <cmocka.h>
+
+#include "worker.h"
+
+#define MAX_TASKS 2048
+
+/* What a child does at each task. */
+enum behaviour {
+    SEND,            /* one message "task N" (padded to `bytes`) */
+    HANG,            /* sleep forever */
+    SEGFAULT,        /* killed by SIGSEGV */
+    TRUNCATE,        /* half a message, then exit 0 */
+    EXIT_QUIETLY,    /* return 0 without a message */
+    EXIT_STATUS_3,   /* return 3 */
+    SEND_THEN_LEAVE, /* the message, then return 0: "a fresh process for the rest" */
+    INTERRUPT_PARENT, /* SIGINT to the parent, then sleep forever */
+    SEND_PID_HANG,   /* a message holding getpid(), then sleep forever */
+};
+
+struct script {
+    enum behaviour at[MAX_TASKS];
+    size_t bytes[MAX_TASKS];
+};
+
+/* What the parent saw. */
+struct seen {
+    size_t count;
+    enum worker_outcome outcome[MAX_TASKS];
+    size_t task[MAX_TASKS];
+    int signal[MAX_TASKS];
+    char description[MAX_TASKS][300];
+    int stop_after; /* return an error after this many outcomes (0: never) */
+    int pid_pipe;   /* SEND_PID_HANG: where the parent writes the child's pid (-1: none) */
+    size_t task_count; /* what the child runs (its `user`) */
+};
+
+static struct script script;
+
+static void sleep_forever(void)
+{
+    for (;;)
+        pause();
+}
+
+static int child_main(struct worker_channel *channel, size_t first, void *user)
+{
+    const size_t task_count = ((const struct seen *)user)->task_count;
+    for (size_t task = first; task < task_count; task++) {
+        char *text = NULL;
+        size_t bytes = script.bytes[task] ? script.bytes[task] : 32;
+        switch (script.at[task]) {
+        case SEND:
+        case SEND_THEN_LEAVE:
+            text = malloc(bytes);
+            if (!text)
+                return 2;
+            memset(text, 'x', bytes);
+            snprintf(text, bytes, "task %zu", task);
+            if (worker_send(channel, text, bytes) != 0)
+                return 2;
+            free(text);
+            if (script.at[task] == SEND_THEN_LEAVE)
+                return 0;
+            break;
+        case HANG:
+            sleep_forever();
+            break;
+        case SEGFAULT:
+            signal(SIGSEGV, SIG_DFL);
+            raise(SIGSEGV);
+            return 9;
+        case TRUNCATE: {
+            const uint32_t promised = 100;
+            if (write(channel->fd, &promised, sizeof(promised)) != sizeof(promised) ||
+                write(channel->fd, "0123456789", 10) != 10)
+                return 2;
+            _exit(0);
+        }
+        case EXIT_QUIETLY: return 0;
+        case EXIT_STATUS_3: return 3;
+        case INTERRUPT_PARENT:
+            kill(getppid(), SIGINT);
+            sleep_forever();
+            break;
+        case SEND_PID_HANG: {
+            int pid = (int)getpid();
+            if (worker_send(channel, &pid, sizeof(pid)) != 0)
+                return 2;
+            sleep_forever();
+            break;
+        }
+        }
+    }
+    return 0;
+}
+
+static int on_result(void *user, size_t task, const struct worker_event *event)
+{
+    struct seen *seen = user;
+    size_t n = seen->count++;
+    seen->task[n] = task;
+    seen->outcome[n] = event->outcome;
+    seen->signal[n] = event->signal;
+    if (event->outcome == WORKER_MESSAGE) {
+        if (script.at[task] == SEND_PID_HANG && seen->pid_pipe >= 0) {
+            if (write(seen->pid_pipe, event->data, sizeof(int)) != sizeof(int))
+                return -5;
+            return AUDIT_OK;
+        }
+        snprintf(seen->description[n], sizeof(seen->description[n]), "%s",
+                 (const char *)event->data);
+        /* The message is complete: the padding is all there. */
+        if (event->bytes != (script.bytes[task] ? script.bytes[task] : 32))
+            return -5;
+    } else {
+        snprintf(seen->description[n], sizeof(seen->description[n]), "%s", event->description);
+    }
+    if (seen->stop_after && (int)seen->count == seen->stop_after)
+        return AUDIT_EDATA;
+    return AUDIT_OK;
+}
+
+static void reset(struct seen *seen)
+{
+    memset(&script, 0, sizeof(script));
+    memset(seen, 0, sizeof(*seen));
+    seen->pid_pipe = -1;
+    worker_stop_clear();
+}
+
+static int run_tasks(struct seen *seen, size_t count, unsigned timeout_ms,
+                     struct worker_stats *stats, struct audit_error *err)
+{
+    seen->task_count = count;
+    return worker_run_tasks(count, child_main, on_result, seen, timeout_ms, stats, err);
+}
+
+/* No child of this process is left, running or zombie. */
+static void assert_no_children(void)
+{
+    int status;
+    errno = 0;
+    assert_int_equal(waitpid(-1, &status, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+}
+
+static void test_results_in_order(void **unused)
+{
+    (void)unused;
+    struct seen seen;
+    struct worker_stats stats = { 0 };
+    struct audit_error err = { 0 };
+    reset(&seen);
+    assert_int_equal(run_tasks(&seen, 5, 5000, &stats, &err), 0);
+    assert_int_equal(seen.count, 5);
+    for (size_t i = 0; i < 5; i++) {
+        char want[32];
+        snprintf(want, sizeof(want), "task %zu", i);
+        assert_int_equal(seen.task[i], i);
+        assert_int_equal(seen.outcome[i], WORKER_MESSAGE);
+        assert_string_equal(seen.description[i], want);
+    }
+    assert_int_equal(stats.processes, 1);
+    assert_no_children();
+}
+
+static void test_many_and_large_messages(void **unused)
+{
+    (void)unused;
+    struct seen seen;
+    struct worker_stats stats = { 0 };
+    struct audit_error err = { 0 };
+    reset(&seen);
+    const size_t tasks = 1500;
+    for (size_t i = 0; i < tasks; i++)
+        script.bytes[i] = i % 100 == 7 ? 200000 + i : 16 + i % 50; /* some exceed a pipe buffer */
+    assert_int_equal(run_tasks(&seen, tasks, 10000, &stats, &err), 0);
+    assert_int_equal(seen.count, tasks);
+    for (size_t i = 0; i < tasks; i++) {
+        char want[32];
+        snprintf(want, sizeof(want), "task %zu", i);
+        assert_int_equal(seen.outcome[i], WORKER_MESSAGE);
+        assert_int_equal(seen.task[i], i);
+        assert_memory_equal(seen.description[i], want, strlen(want));
+    }
+    assert_int_equal(stats.processes, 1);
+    assert_no_children();
+}
+
+static void test_hang_is_killed_and_the_rest_runs(void **unused)
+{
+    (void)unused;
+    struct seen seen;
+    struct worker_stats stats = { 0 };
+    struct audit_error err = { 0 };
+    reset(&seen);
+    script.at[1] = HANG;
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    assert_int_equal(run_tasks(&seen, 4, 300, &stats, &err), 0);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    const double seconds = (double)(end.tv_sec - start.tv_sec) +
+                           (double)(end.tv_nsec - start.tv_nsec) / 1e9;
+    assert_true(seconds >= 0.29);
+    assert_true(seconds < 5.0);
+    assert_int_equal(seen.count, 4);
+    assert_int_equal(seen.outcome[0], WORKER_MESSAGE);
+    assert_int_equal(seen.outcome[1], WORKER_HANG);
+    assert_non_null(strstr(seen.description[1], "timeout"));
+    assert_int_equal(seen.outcome[2], WORKER_MESSAGE);
+    assert_string_equal(seen.description[2], "task 2");
+    assert_int_equal(seen.outcome[3], WORKER_MESSAGE);
+    assert_int_equal(stats.processes, 2);
+    assert_int_equal(stats.hangs, 1);
+    assert_no_children();
+}
+
+static void test_segfault_is_a_crash_naming_the_signal(void **unused)
+{
+    (void)unused;
+    struct seen seen;
+    struct worker_stats stats = { 0 };
+    struct audit_error err = { 0 };
+    reset(&seen);
+    script.at[0] = SEGFAULT;
+    script.at[2] = SEGFAULT;
+    assert_int_equal(run_tasks(&seen, 4, 5000, &stats, &err), 0);
+    assert_int_equal(seen.count, 4);
+    assert_int_equal(seen.outcome[0], WORKER_CRASH);
+    assert_int_equal(seen.signal[0], SIGSEGV);
+    assert_non_null(strstr(seen.description[0], "SIGSEGV"));
+    assert_int_equal(seen.outcome[1], WORKER_MESSAGE);
+    assert_int_equal(seen.outcome[2], WORKER_CRASH);
+    assert_int_equal(seen.outcome[3], WORKER_MESSAGE);
+    assert_string_equal(seen.description[3], "task 3");
+    assert_int_equal(stats.processes, 3);
+    assert_int_equal(stats.crashes, 2);
+    assert_no_children();
+}
+
+static void test_death_mid_message_and_silent_exits(void **unused)
+{
+    (void)unused;
+    struct seen seen;
+    struct worker_stats stats = { 0 };
+    struct audit_error err = { 0 };
+    reset(&seen);
+    script.at[0] = TRUNCATE;
+    script.at[1] = EXIT_QUIETLY;
+    script.at[2] = EXIT_STATUS_3;
+    assert_int_equal(run_tasks(&seen, 4, 5000, &stats, &err), 0);
+    assert_int_equal(seen.count, 4);
+    assert_int_equal(seen.outcome[0], WORKER_CRASH);
+    assert_non_null(strstr(seen.description[0], "mid-message"));
+    assert_int_equal(seen.outcome[1], WORKER_CRASH);
+    assert_non_null(strstr(seen.description[1], "without"));
+    assert_int_equal(seen.outcome[2], WORKER_CRASH);
+    assert_non_null(strstr(seen.description[2], "status 3"));
+    assert_int_equal(seen.outcome[3], WORKER_MESSAGE);
+    assert_int_equal(stats.processes, 4);
+    assert_no_children();
+}
+
+static void test_fresh_process_on_request(void **unused)
+{
+    (void)unused;
+    struct seen seen;
+    struct worker_stats stats = { 0 };
+    struct audit_error err = { 0 };
+    reset(&seen);
+    script.at[1] = SEND_THEN_LEAVE;
+    script.at[2] = SEND_THEN_LEAVE;
+    assert_int_equal(run_tasks(&seen, 5, 5000, &stats, &err), 0);
+    assert_int_equal(seen.count, 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_int_equal(seen.outcome[i], WORKER_MESSAGE);
+    assert_int_equal(stats.processes, 3);
+    assert_int_equal(stats.crashes, 0);
+    assert_no_children();
+}
+
+static void test_callback_error_stops(void **unused)
+{
+    (void)unused;
+    struct seen seen;
+    struct audit_error err = { 0 };
+    reset(&seen);
+    seen.stop_after = 2;
+    script.at[3] = HANG;
+    assert_int_equal(run_tasks(&seen, 6, 60000, NULL, &err),
+                     AUDIT_EDATA);
+    assert_int_equal(seen.count, 2);
+    assert_no_children();
+}
+
+static void test_sigint_stops_and_reaps(void **unused)
+{
+    (void)unused;
+    struct seen seen;
+    struct audit_error err = { 0 };
+    reset(&seen);
+    assert_int_equal(worker_signals_install(), 0);
+    script.at[1] = INTERRUPT_PARENT;
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    /* No watchdog: only the signal can end the wait. */
+    int status = run_tasks(&seen, 3, 0, NULL, &err);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    worker_signals_restore();
+    assert_int_equal(status, WORKER_STOPPED);
+    assert_int_equal(worker_stop_signal(), SIGINT);
+    assert_true(end.tv_sec - start.tv_sec < 5);
+    assert_int_equal(seen.count, 1);
+    assert_no_children();
+    /* A raised flag stops before anything is forked. */
+    worker_stop_request(SIGTERM);
+    assert_int_equal(run_tasks(&seen, 3, 0, NULL, &err),
+                     WORKER_STOPPED);
+    assert_int_equal(seen.count, 1);
+    worker_stop_clear();
+    assert_no_children();
+}
+
+static void test_signal_names(void **unused)
+{
+    (void)unused;
+    char name[32];
+    assert_string_equal(worker_signal_name(SIGSEGV, name, sizeof(name)), "SIGSEGV");
+    assert_string_equal(worker_signal_name(SIGBUS, name, sizeof(name)), "SIGBUS");
+    assert_string_equal(worker_signal_name(1000, name, sizeof(name)), "signal 1000");
+}
+
+#ifdef __linux__
+/* A worker whose parent is killed (SIGKILL: no handler runs) dies too. This process becomes a
+ * subreaper so that the orphan is re-parented here and can be waited for. */
+static void test_children_die_with_the_parent(void **unused)
+{
+    (void)unused;
+    int pids[2];
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    assert_int_equal(pipe(pids), 0);
+    pid_t middle = fork();
+    assert_true(middle >= 0);
+    if (middle == 0) {
+        struct seen seen;
+        struct audit_error err = { 0 };
+        close(pids[0]);
+        reset(&seen);
+        seen.pid_pipe = pids[1];
+        script.at[0] = SEND_PID_HANG;
+        run_tasks(&seen, 2, 0, NULL, &err);
+        _exit(0);
+    }
+    close(pids[1]);
+    int worker_pid = 0;
+    assert_int_equal(read(pids[0], &worker_pid, sizeof(worker_pid)), (ssize_t)sizeof(worker_pid));
+    close(pids[0]);
+    assert_true(worker_pid > 0);
+    assert_int_equal(kill(middle, SIGKILL), 0);
+    int status = 0;
+    assert_int_equal(waitpid(middle, &status, 0), middle);
+    /* The orphan is ours now; it must already be dying of SIGKILL. */
+    pid_t reaped = 0;
+    for (int i = 0; i < 500 && reaped == 0; i++) {
+        reaped = waitpid(worker_pid, &status, WNOHANG);
+        if (reaped == 0) {
+            struct timespec pause = { 0, 10 * 1000 * 1000 };
+            nanosleep(&pause, NULL);
+        }
+    }
+    if (reaped == 0) {
+        kill(worker_pid, SIGKILL);
+        waitpid(worker_pid, &status, 0);
+        fail_msg("the worker outlived its parent by 5 s");
+    }
+    assert_int_equal(reaped, worker_pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGKILL);
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
+    assert_no_children();
+}
+#endif
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_results_in_order),
+        cmocka_unit_test(test_many_and_large_messages),
+        cmocka_unit_test(test_hang_is_killed_and_the_rest_runs),
+        cmocka_unit_test(test_segfault_is_a_crash_naming_the_signal),
+        cmocka_unit_test(test_death_mid_message_and_silent_exits),
+        cmocka_unit_test(test_fresh_process_on_request),
+        cmocka_unit_test(test_callback_error_stops),
+        cmocka_unit_test(test_sigint_stops_and_reaps),
+        cmocka_unit_test(test_signal_names),
+#ifdef __linux__
+        cmocka_unit_test(test_children_die_with_the_parent),
+#endif
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
