@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Bundles what the GPU machine needs into device-bundle/ (ignored by git): the binary, the GPU
-# test programs, benchmarks and Debian's libcjson.so.1 (the GPU machine has no cJSON; libsodium
+# test programs and plugins, benchmarks and Debian's libcjson.so.1 (the GPU machine has no cJSON; libsodium
 # is linked statically). Prints the `carry` list for the device tool.
 # Usage: scripts/device-bundle.sh [BUILD_DIR]
 set -euo pipefail
@@ -10,9 +10,12 @@ ninja -C "$build_dir" >/dev/null
 rm -rf device-bundle
 mkdir -p device-bundle/bin device-bundle/lib
 cp "$build_dir/src/dsatopk-audit" device-bundle/bin/
-for program in "$build_dir"/tests/test_gpu_* "$build_dir"/tests/bench_*; do
+for program in "$build_dir"/tests/test_gpu_* "$build_dir"/tests/bench_* \
+               "$build_dir"/tests/plugins/test_gpu_plugins; do
     [ -x "$program" ] && [ -f "$program" ] && cp "$program" device-bundle/bin/
 done
+mkdir -p device-bundle/plugins
+cp "$build_dir"/tests/plugins/*.so device-bundle/plugins/
 cjson=$(ldconfig -p | awk '/libcjson.so.1 /{print $NF; exit}')
 cp -L "$cjson" device-bundle/lib/libcjson.so.1
 cat > device-bundle/env.sh <<'ENV'

@@ -4,13 +4,15 @@
 # captures and on the shipped ones, and the benchmark with torch.topk beside it. Everything that
 # matters lands in $OUT (at most 8 files come back): logs.txt, seed-report.json,
 # shipped-report.json, bench.json, torch-bench.json.
-# Usage: scripts/device-check.sh [STEP...]   (steps: suite sanitize run bench; default all)
+# Usage: scripts/device-check.sh [STEP...]
+#   steps: suite split sanitize run isolation devices bench racecheck (default: all but split
+#   and racecheck, which are slow or only needed when bitonic's split path changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
 mkdir -p "$OUT"
 . device-bundle/env.sh
 LOG="$OUT/logs.txt"
-steps=${*:-suite sanitize run bench}
+steps=${*:-suite sanitize run isolation devices bench}
 BENCH_SHAPES=${BENCH_SHAPES:-16x8192:512,4x32768:2048,16x65536:2048,16x131072:2048,64x32768:2048,64x131072:2048}
 
 # step NAME SECONDS COMMAND...: runs with a time limit, appends its output to logs.txt and prints
@@ -35,10 +37,36 @@ for s in $steps; do
         step gpu-suite 300 test_gpu_backends
         step gpu-run 300 tests/gpu/test_gpu_run.sh device-bundle/bin/dsatopk-audit
         ;;
+    split)
+        # bitonic's multi-CTA path on every shape, then the one-CTA path alone.
+        step gpu-suite-split 300 env DSATOPK_BITONIC_SPLIT=always test_gpu_backends --backend bitonic
+        step gpu-suite-nosplit 300 env DSATOPK_BITONIC_SPLIT=never test_gpu_backends --backend bitonic
+        step memcheck-split 150 env DSATOPK_BITONIC_SPLIT=always compute-sanitizer --tool memcheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --quick
+        step initcheck-split 150 env DSATOPK_BITONIC_SPLIT=always compute-sanitizer --tool initcheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        ;;
     sanitize)
         step memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 test_gpu_backends --quick
-        step racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 9 test_gpu_backends --quick --k 2048
         step initcheck 120 compute-sanitizer --tool initcheck --error-exitcode 9 test_gpu_backends --quick --k 100
+        ;;
+    racecheck)
+        # Without the negative control (--backend), which is too slow under racecheck.
+        for backend in bitonic filtered-det sort; do
+            step "racecheck-$backend" 100 compute-sanitizer --tool racecheck --error-exitcode 9 \
+                test_gpu_backends --backend "$backend" --quick --k 100
+        done
+        ;;
+    isolation)
+        step gpu-plugins 200 test_gpu_plugins device-bundle/plugins
+        step gpu-isolation 240 tests/gpu/test_gpu_isolation.sh device-bundle/bin/dsatopk-audit \
+            device-bundle/plugins
+        ;;
+    devices)
+        step run-devices 200 dsatopk-audit run --devices 0,0 --reps 5 --out "$OUT/devices-report.json" \
+            --baseline-out /tmp/baseline.json captures
+        step gate-devices 60 dsatopk-audit gate --baseline /tmp/baseline.json \
+            --out /tmp/gate.json "$OUT/devices-report.json"
         ;;
     run)
         step seed-captures 120 scripts/make-seed-captures.sh /tmp/seed device-bundle/bin/dsatopk-audit
