@@ -1011,8 +1011,9 @@ static size_t bitonic_fixed_smem(uint32_t k)
     return sizeof(struct bitonic_control) + (size_t)composite_entries(k) * sizeof(uint64_t);
 }
 
-/* DSATOPK_BITONIC_SPLIT (a testing knob, docs/BACKENDS.md): auto (default) splits long rows when
- * rows alone do not fill the GPU, always splits every shape (one chunk per 4096 elements, so
+/* DSATOPK_BITONIC_SPLIT (a testing knob, docs/BACKENDS.md): auto (default) splits rows of 65536
+ * elements or more when they fill at most an eighth of the SMs (where it was measured to win),
+ * always splits every shape (one chunk per 4096 elements, so
  * that the GPU suite runs the split path, chunk boundaries included, on every shape), never keeps
  * one CTA per row. Read once per process: scratch_bytes() and launch() must agree. */
 enum split_mode { SPLIT_AUTO, SPLIT_ALWAYS, SPLIT_NEVER, SPLIT_INVALID };
@@ -1062,10 +1063,16 @@ static struct split_plan split_plan_of(const struct gpu_device_info *device,
     if (mode == SPLIT_ALWAYS) {
         chunks = tiles;
     } else {
-        /* At most two CTAs per SM in all: the round kernels (32 registers, 8.5 KiB of shared
-         * memory) fit two per SM, so the grid is one wave. Never a chunk below one tile. Rows
-         * > SMs (fewer than two chunks each) or rows of one tile keep one CTA per row. */
+        /* Measured on an H200 (docs/PERF.md, 2026-11-29): the split path wins only where few,
+         * long rows leave most SMs idle (16 x 131072: 52 us against 77 us; 16 x 65536: even);
+         * at 64 rows, or rows of 32768 and fewer, its five serial graph nodes cost more than
+         * they save (64 x 131072: 96 against 78 us; 16 x 8192: 29 against 16 us). So auto
+         * splits only rows of at least 65536 elements when the rows fill at most an eighth of
+         * the SMs. At most two CTAs per SM in all: the round kernels (32 registers, 8.5 KiB of
+         * shared memory) fit two per SM, so the grid is one wave. */
         const uint64_t sms = device->sm_count > 0 ? (uint64_t)device->sm_count : 1u;
+        if (length < 65536u || (uint64_t)shape->rows * 8u > sms)
+            return plan;
         const uint64_t target = 2u * sms;
         chunks = target / shape->rows;
         if (chunks > tiles)
