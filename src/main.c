@@ -1,5 +1,6 @@
 /* dsatopk-audit: a thin command-line front over the library in src/ and kernels/.
  * Each command lives in its own src/cmd_*.c; this file only dispatches and prints help. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -72,11 +73,13 @@ void cli_print_usage(const struct cli_command *command, FILE *out)
 
 int cli_parse_uint(const char *text, unsigned long long max, unsigned long long *value)
 {
-    if (!text || !*text || *text == '-' || *text == '+')
+    /* strtoull skips white space and accepts a sign: require a digit first. */
+    if (!text || *text < '0' || *text > '9')
         return -1;
     char *end = NULL;
+    errno = 0;
     unsigned long long parsed = strtoull(text, &end, 10);
-    if (*end != '\0' || parsed > max)
+    if (*end != '\0' || errno == ERANGE || parsed > max)
         return -1;
     *value = parsed;
     return 0;

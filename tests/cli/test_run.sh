@@ -228,4 +228,9 @@ fi
 json_check "$R" 'all(k in j["summary"]["status"] for k in ("hang", "crash", "cuda_error"))' \
     "the summary counts the isolation statuses (hang, crash, cuda_error)"
 
+# Numbers must start with a digit: strtoull alone would take " 5" and " -5" (2^64 - 5).
+expect_exit 2 "a count with leading white space is refused" -- "$AUDIT" run --quiet --reps " 5" --out "$TMP/ws.json" "$CAPTURE"
+expect_exit 2 "a negative count behind white space is refused" -- "$AUDIT" run --quiet --seed " -5" --out "$TMP/ws.json" "$CAPTURE"
+expect_exit 2 "a count past 2^64 is refused" -- "$AUDIT" run --quiet --seed 99999999999999999999999 --out "$TMP/ws.json" "$CAPTURE"
+
 finish
