@@ -1127,40 +1127,16 @@ static struct split_layout split_layout_of(const struct topk_shape *shape,
     return layout;
 }
 
-/* Can this build run on the device? SASS of the same major and a lower or equal minor, or the
- * embedded PTX of the highest listed architecture (JIT-compiled for newer devices). */
-static bool built_for(const struct gpu_device_info *device, int *lowest_arch)
-{
-    static const int archs[] = { __CUDA_ARCH_LIST__ };
-    const int device_arch = device->cc_major * 100 + device->cc_minor * 10;
-    int highest = 0;
-    *lowest_arch = archs[0];
-    for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++) {
-        if (archs[i] / 100 == device->cc_major && archs[i] <= device_arch)
-            return true;
-        if (archs[i] > highest)
-            highest = archs[i];
-        if (archs[i] < *lowest_arch)
-            *lowest_arch = archs[i];
-    }
-    return device_arch >= highest;
-}
-
 static int bitonic_supports(const struct gpu_device_info *device, const struct topk_shape *shape,
                             char *reason, size_t reason_bytes)
 {
-    int lowest_arch;
     if (split_mode_now() == SPLIT_INVALID) {
         snprintf(reason, reason_bytes,
                  "DSATOPK_BITONIC_SPLIT=%s: expected auto, always or never", split_env_text());
         return 0;
     }
-    if (!built_for(device, &lowest_arch)) {
-        snprintf(reason, reason_bytes,
-                 "compute capability %d.%d: this build has kernels for sm_%d and newer only",
-                 device->cc_major, device->cc_minor, lowest_arch / 10);
+    if (!topk_built_for(device, reason, reason_bytes))
         return 0;
-    }
     if (shape->k > BITONIC_MAX_K) {
         snprintf(reason, reason_bytes,
                  "k = %u exceeds %u: the sort buffer of 8 * next_pow2(k) bytes lives in shared "

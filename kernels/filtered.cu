@@ -538,6 +538,8 @@ static __global__ void __launch_bounds__(FILTERED_THREADS, 1)
 static int filtered_check(const struct gpu_device_info *device, const struct topk_shape *shape,
                           char *reason, size_t reason_bytes)
 {
+    if (!topk_built_for(device, reason, reason_bytes))
+        return 0;
     if (shape->k < 1 || shape->k > FILTERED_TOPK_MAX_K) {
         snprintf(reason, reason_bytes, "k %u %s (FILTERED_TOPK_MAX_K)", shape->k,
                  shape->k < 1 ? "< 1" : "> 2048");

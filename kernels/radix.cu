@@ -366,7 +366,8 @@ static __global__ void __launch_bounds__(RADIX_THREADS)
 static int radix_supports(const struct gpu_device_info *device, const struct topk_shape *shape,
                           char *reason, size_t reason_bytes)
 {
-    (void)device;
+    if (!topk_built_for(device, reason, reason_bytes))
+        return 0;
     if (shape->k < 1 || shape->k > RADIX_MAX_K) {
         snprintf(reason, reason_bytes, "k %u outside 1..%u (4096-entry staging; the original is "
                  "fixed at k = 2048)", shape->k, RADIX_MAX_K);

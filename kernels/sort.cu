@@ -149,33 +149,11 @@ k_sort_output(const struct topk_problem problem, const uint32_t *keys, const int
     }
 }
 
-static bool built_for(const struct gpu_device_info *device, int *lowest_arch)
-{
-    static const int archs[] = { __CUDA_ARCH_LIST__ };
-    const int device_arch = device->cc_major * 100 + device->cc_minor * 10;
-    int highest = 0;
-    *lowest_arch = archs[0];
-    for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++) {
-        if (archs[i] / 100 == device->cc_major && archs[i] <= device_arch)
-            return true;
-        if (archs[i] > highest)
-            highest = archs[i];
-        if (archs[i] < *lowest_arch)
-            *lowest_arch = archs[i];
-    }
-    return device_arch >= highest;
-}
-
 static int sort_supports(const struct gpu_device_info *device, const struct topk_shape *shape,
                          char *reason, size_t reason_bytes)
 {
-    int lowest_arch;
-    if (!built_for(device, &lowest_arch)) {
-        snprintf(reason, reason_bytes,
-                 "compute capability %d.%d: this build has kernels for sm_%d and newer only",
-                 device->cc_major, device->cc_minor, lowest_arch / 10);
+    if (!topk_built_for(device, reason, reason_bytes))
         return 0;
-    }
     if (shape->max_length < 0) {
         snprintf(reason, reason_bytes, "negative row length %d", (int)shape->max_length);
         return 0;

@@ -4,6 +4,7 @@
 #define DSATOPK_TOPK_COMMON_CUH
 
 #include <cstdint>
+#include <cstdio>
 #include <cuda_fp16.h>
 
 #include "topk_backends.h"
@@ -60,6 +61,31 @@ static __device__ __forceinline__ void write_output(const struct topk_problem &p
     p.out[slot] = translated;
     if (p.raw_out)
         p.raw_out[slot] = raw_index;
+}
+
+/* Host side: can this build run on the device? SASS of the same major and a lower or equal
+ * minor, or the embedded PTX of the highest listed architecture (JIT-compiled for newer
+ * devices). On a no, writes the reason and returns false. */
+static inline bool topk_built_for(const struct gpu_device_info *device, char *reason,
+                                  size_t reason_bytes)
+{
+    static const int archs[] = { __CUDA_ARCH_LIST__ };
+    const int device_arch = device->cc_major * 100 + device->cc_minor * 10;
+    int highest = 0, lowest = archs[0];
+    for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++) {
+        if (archs[i] / 100 == device->cc_major && archs[i] <= device_arch)
+            return true;
+        if (archs[i] > highest)
+            highest = archs[i];
+        if (archs[i] < lowest)
+            lowest = archs[i];
+    }
+    if (device_arch >= highest)
+        return true;
+    snprintf(reason, reason_bytes,
+             "compute capability %d.%d: this build has kernels for sm_%d and newer only",
+             device->cc_major, device->cc_minor, lowest / 10);
+    return false;
 }
 
 #endif
