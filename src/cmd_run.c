@@ -22,6 +22,7 @@
 #include "error.h"
 #include "gate.h"
 #include "hash.h"
+#include "html_report.h"
 #include "json_util.h"
 #include "plugin.h"
 #include "replay.h"
@@ -72,6 +73,7 @@ static const char run_usage[] =
     "  --shard I/N              audit every N-th selected record starting at I (records numbered\n"
     "                           across the inputs in order); `merge` joins the shard reports\n"
     "  --baseline-out FILE      also write the baseline subset of the report for `gate`\n"
+    "  --html FILE              also draw the report as one self-contained HTML page\n"
     "  --graph                  also replay one launch captured in a CUDA graph, --reps times\n"
     "  --batch-invariance       run each row alone and inside shuffled batches of the other rows\n"
     "  --emulate-smem-per-sm B  pretend the device has B bytes of shared memory per SM\n"
@@ -119,6 +121,7 @@ struct run_options {
     const char *devices_text;
     uint32_t shard_index, shard_count; /* shard_count 0: no --shard */
     const char *baseline_out;
+    const char *html_out; /* --html: the report drawn as one HTML page (src/html_report.h) */
     bool graph, batch_invariance, quiet;
     enum table_format format;
     unsigned long long emulate_smem_per_sm;
@@ -185,6 +188,7 @@ enum run_option_id {
     OPTION_DEVICES,
     OPTION_SHARD,
     OPTION_BASELINE_OUT,
+    OPTION_HTML,
     OPTION_PLUGIN,
     OPTION_TIMEOUT,
 };
@@ -314,6 +318,7 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
         { "devices", required_argument, NULL, OPTION_DEVICES },
         { "shard", required_argument, NULL, OPTION_SHARD },
         { "baseline-out", required_argument, NULL, OPTION_BASELINE_OUT },
+        { "html", required_argument, NULL, OPTION_HTML },
         { "plugin", required_argument, NULL, OPTION_PLUGIN },
         { "timeout", required_argument, NULL, OPTION_TIMEOUT },
         { "help", no_argument, NULL, 'h' },
@@ -409,6 +414,11 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
             if (!*optarg)
                 return cli_usage_error(&cmd_run, "--baseline-out: empty path");
             options->baseline_out = optarg;
+            break;
+        case OPTION_HTML:
+            if (!*optarg)
+                return cli_usage_error(&cmd_run, "--html: empty path");
+            options->html_out = optarg;
             break;
         case OPTION_GRAPH: options->graph = true; break;
         case OPTION_BATCH: options->batch_invariance = true; break;
@@ -1602,11 +1612,19 @@ static int run_run(int argc, char **argv)
             exit_code = audit_exit_code(err.code);
         goto done;
     }
+    if (options.html_out && html_report_write(options.html_out, state.report.root, NULL, &err) < 0) {
+        fprintf(stderr, "dsatopk-audit run: --html: %s\n", err.message);
+        if (exit_code < EXIT_BAD_INPUT)
+            exit_code = audit_exit_code(err.code);
+        goto done;
+    }
     if (state.table) {
         report_table_summary(state.table, &state.report,
                              report_on_stdout ? NULL : options.out_path);
         if (options.baseline_out)
             fprintf(state.table, "# baseline: %s\n", options.baseline_out);
+        if (options.html_out)
+            fprintf(state.table, "# html: %s\n", options.html_out);
     }
 done:
     if (report_started)

@@ -233,4 +233,11 @@ expect_exit 2 "a count with leading white space is refused" -- "$AUDIT" run --qu
 expect_exit 2 "a negative count behind white space is refused" -- "$AUDIT" run --quiet --seed " -5" --out "$TMP/ws.json" "$CAPTURE"
 expect_exit 2 "a count past 2^64 is refused" -- "$AUDIT" run --quiet --seed 99999999999999999999999 --out "$TMP/ws.json" "$CAPTURE"
 
+# --html draws the same report as `dsatopk-audit report` would.
+expect_exit 0 "--html writes the page beside the JSON" -- "$AUDIT" run --quiet --reps 1 --html "$TMP/run.html" --out "$TMP/html.json" "$CAPTURE"
+expect_grep '<details' "$TMP/run.html" "the page has one folded section per record"
+"$AUDIT" report "$TMP/html.json" -o "$TMP/report.html" >/dev/null 2>&1
+if cmp -s "$TMP/run.html" "$TMP/report.html"; then pass "run --html equals report on the same JSON"; else fail "run --html differs from report"; fi
+expect_exit 2 "--html with an empty path" -- "$AUDIT" run --quiet --html "" --out "$TMP/html2.json" "$CAPTURE"
+
 finish
