@@ -47,9 +47,11 @@
 
 #include "topk_backends.h"
 #include "topk_common.cuh"
+#include "radix_select.cuh"
 
 #define FILTERED_THREADS 1024u
 #define FILTERED_WARPS (FILTERED_THREADS / 32u)
+static_assert(FILTERED_WARPS == SELECT_WARPS, "radix_select.cuh scans assume 1024-thread blocks");
 #define FILTERED_STAGING 16384u
 #define FILTERED_TOPK_MAX_K 2048u
 #define FILTERED_TOPK_SMEM_DYNAMIC (2u * FILTERED_STAGING * 4u) /* 131072 B */
@@ -91,77 +93,10 @@ struct filtered_cut {
     uint32_t expected;    /* entries the row outputs: the walk stops once all are placed */
 };
 
-/* Coarse bin with NaNs pinned to the extreme bin of their sign, so that a larger bin always
- * means a larger order key. */
-static __device__ __forceinline__ uint32_t filtered_coarse_bin(float value)
-{
-    const uint32_t bits = __float_as_uint(value);
-    const uint32_t nan_bin = (bits & 0x80000000u) ? 0u : 255u;
-    const uint32_t bin = coarse_bin(value);
-    return (bits & 0x7FFFFFFFu) > 0x7F800000u ? nan_bin : bin;
-}
 
-static __device__ __forceinline__ uint32_t filtered_warp_inclusive_scan(uint32_t value)
-{
-    const uint32_t lane = threadIdx.x & 31u;
-#pragma unroll
-    for (uint32_t offset = 1; offset < 32; offset <<= 1) {
-        const uint32_t other = __shfl_up_sync(FILTERED_FULL_MASK, value, offset);
-        if (lane >= offset)
-            value += other;
-    }
-    return value;
-}
 
-/* Exclusive prefix sum over the block in thread order, one barrier; the warp totals are double
- * buffered by parity so that back-to-back scans need no second barrier. Every thread calls it. */
-static __device__ __forceinline__ uint32_t filtered_block_exclusive_scan(
-    uint32_t value, uint32_t (*warp_totals)[FILTERED_WARPS], uint32_t parity,
-    uint32_t *block_total)
-{
-    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    const uint32_t inclusive = filtered_warp_inclusive_scan(value);
-    if (lane == 31u)
-        warp_totals[parity][warp] = inclusive;
-    __syncthreads();
-    const uint32_t warp_total = warp_totals[parity][lane];
-    const uint32_t totals_inclusive = filtered_warp_inclusive_scan(warp_total);
-    const uint32_t warp_base =
-        __shfl_sync(FILTERED_FULL_MASK, totals_inclusive - warp_total, warp);
-    *block_total = __shfl_sync(FILTERED_FULL_MASK, totals_inclusive, 31);
-    return warp_base + inclusive - value;
-}
 
-/* Warp-aggregated claim on a shared counter (one atomic per warp; warps in arrival order).
- * All 32 lanes call it; the result means something only where take is true. */
-static __device__ __forceinline__ uint32_t filtered_warp_claim(bool take, uint32_t *counter)
-{
-    const uint32_t mask = __ballot_sync(FILTERED_FULL_MASK, take);
-    if (mask == 0)
-        return 0;
-    const uint32_t lane = threadIdx.x & 31u;
-    const uint32_t leader = __ffs(mask) - 1;
-    uint32_t base = 0;
-    if (lane == leader)
-        base = atomicAdd(counter, (uint32_t)__popc(mask));
-    base = __shfl_sync(FILTERED_FULL_MASK, base, leader);
-    return base + __popc(mask & ((1u << lane) - 1u));
-}
 
-/* Histogram increment; a warp whose lanes all hit one bin adds 32 with one atomic. All 32 lanes
- * call it. */
-static __device__ __forceinline__ void filtered_histogram_add(uint32_t *histogram, uint32_t bin,
-                                                              bool counted)
-{
-    const uint32_t slot = counted ? bin : 256u;
-    const uint32_t lane0_slot = __shfl_sync(FILTERED_FULL_MASK, slot, 0);
-    if (__all_sync(FILTERED_FULL_MASK, slot == lane0_slot)) {
-        if ((threadIdx.x & 31u) == 0 && slot < 256u)
-            atomicAdd(&histogram[slot], 32u);
-    } else if (counted) {
-        atomicAdd(&histogram[bin], 1u);
-    }
-}
 
 /* Run by warp 0 only: the bin t with fewer than need candidates above it and at least need at
  * or above it; writes t, the count above, t's count and the total, and resets the staging and
@@ -178,7 +113,7 @@ static __device__ void filtered_find_threshold(struct filtered_control *s, uint3
         counts[j] = s->histogram[top - j];
         local += counts[j];
     }
-    const uint32_t inclusive = filtered_warp_inclusive_scan(local);
+    const uint32_t inclusive = warp_inclusive_scan(local);
     uint32_t above = inclusive - local;
     if (lane == 31u)
         s->total = inclusive;
@@ -247,7 +182,7 @@ static __device__ __forceinline__ void filtered_walk_source(const float *row, ui
         filtered_walk_row<FILTERED_LOAD_UNROLL>(row, length, [&](uint32_t index, float value) {
             const uint32_t bits = __float_as_uint(value);
             const uint32_t key = order_key_bits(bits);
-            const bool in_source = is_candidate_bits(bits) && filtered_coarse_bin(value) == bin &&
+            const bool in_source = is_candidate_bits(bits) && select_coarse_bin(value) == bin &&
                                    (prefix_shift >= 32u || (key >> prefix_shift) == prefix);
             visit(in_source, index, key);
         });
@@ -314,7 +249,7 @@ static __device__ void filtered_write_in_index_order(const struct topk_problem &
             const uint32_t bits = __float_as_uint(value);
             if (!is_candidate_bits(bits))
                 continue;
-            const int32_t bin = (int32_t)filtered_coarse_bin(value);
+            const int32_t bin = (int32_t)select_coarse_bin(value);
             const uint32_t key_part = cut.key_level ? order_key_bits(bits) >> cut.shift : 0u;
             if (bin > cut.bin || (bin == cut.bin && cut.key_level && key_part > cut.prefix))
                 above_mask |= 1u << e;
@@ -324,7 +259,7 @@ static __device__ void filtered_write_in_index_order(const struct topk_problem &
         uint32_t tile_total;
         const uint32_t packed = ((uint32_t)__popc(above_mask) << 16) | (uint32_t)__popc(tie_mask);
         const uint32_t before =
-            filtered_block_exclusive_scan(packed, s->warp_totals, parity, &tile_total);
+            block_exclusive_scan(packed, s->warp_totals, parity, &tile_total);
         parity ^= 1u;
         uint32_t above_before = above_done + (before >> 16);
         uint32_t ties_before = ties_done + (before & 0xFFFFu);
@@ -376,7 +311,7 @@ static __global__ void __launch_bounds__(FILTERED_THREADS, 1)
 
     /* Coarse pass. */
     filtered_walk_row<FILTERED_HISTOGRAM_UNROLL>(row, length, [&](uint32_t, float value) {
-        filtered_histogram_add(s.histogram, filtered_coarse_bin(value),
+        warp_histogram_add(s.histogram, select_coarse_bin(value),
                                is_candidate_bits(__float_as_uint(value)));
     });
     __syncthreads();
@@ -414,8 +349,8 @@ static __global__ void __launch_bounds__(FILTERED_THREADS, 1)
         if (!rescan) {
             filtered_walk_row<FILTERED_LOAD_UNROLL>(row, length, [&](uint32_t index, float value) {
                 const bool staged = is_candidate_bits(__float_as_uint(value)) &&
-                                    filtered_coarse_bin(value) == coarse_threshold;
-                const uint32_t position = filtered_warp_claim(staged, &s.stage_count);
+                                    select_coarse_bin(value) == coarse_threshold;
+                const uint32_t position = warp_claim(staged, &s.stage_count);
                 if (staged && position < FILTERED_STAGING)
                     filtered_staging[position] = index;
             });
@@ -424,14 +359,14 @@ static __global__ void __launch_bounds__(FILTERED_THREADS, 1)
         const bool whole_bin = count == need;
         filtered_walk_row<FILTERED_LOAD_UNROLL>(row, length, [&](uint32_t index, float value) {
             const bool candidate = is_candidate_bits(__float_as_uint(value));
-            const uint32_t bin = filtered_coarse_bin(value);
+            const uint32_t bin = select_coarse_bin(value);
             const bool winner = candidate && (bin > coarse_threshold ||
                                               (bin == coarse_threshold && whole_bin));
             const bool staged = candidate && bin == coarse_threshold && !whole_bin && !rescan;
-            const uint32_t slot = filtered_warp_claim(winner, &s.out_count);
+            const uint32_t slot = warp_claim(winner, &s.out_count);
             if (winner)
                 write_output(p, row_id, slot, (int32_t)index);
-            const uint32_t position = filtered_warp_claim(staged, &s.stage_count);
+            const uint32_t position = warp_claim(staged, &s.stage_count);
             if (staged && position < FILTERED_STAGING)
                 filtered_staging[position] = index;
         });
@@ -453,7 +388,7 @@ static __global__ void __launch_bounds__(FILTERED_THREADS, 1)
             filtered_walk_source(row, length, source, count, rescan, coarse_threshold,
                                  prefix_shift, prefix,
                                  [&](bool in_source, uint32_t, uint32_t key) {
-                                     filtered_histogram_add(s.histogram, (key >> shift) & 255u,
+                                     warp_histogram_add(s.histogram, (key >> shift) & 255u,
                                                             in_source);
                                  });
             __syncthreads();
@@ -487,7 +422,7 @@ static __global__ void __launch_bounds__(FILTERED_THREADS, 1)
                                              const bool staged =
                                                  in_source && ((key >> shift) & 255u) == threshold;
                                              const uint32_t position =
-                                                 filtered_warp_claim(staged, &s.stage_count);
+                                                 warp_claim(staged, &s.stage_count);
                                              if (staged && position < FILTERED_STAGING)
                                                  next[position] = index;
                                          });
@@ -503,12 +438,12 @@ static __global__ void __launch_bounds__(FILTERED_THREADS, 1)
                         const bool tie = in_source && byte == threshold && last && !whole_bin;
                         const bool staged =
                             in_source && byte == threshold && !last && !next_rescan;
-                        const uint32_t ordinal = filtered_warp_claim(tie, &s.tie_count);
+                        const uint32_t ordinal = warp_claim(tie, &s.tie_count);
                         const bool take = winner || (tie && ordinal < need_after);
-                        const uint32_t slot = filtered_warp_claim(take, &s.out_count);
+                        const uint32_t slot = warp_claim(take, &s.out_count);
                         if (take)
                             write_output(p, row_id, slot, (int32_t)index);
-                        const uint32_t position = filtered_warp_claim(staged, &s.stage_count);
+                        const uint32_t position = warp_claim(staged, &s.stage_count);
                         if (staged && position < FILTERED_STAGING)
                             next[position] = index;
                     });

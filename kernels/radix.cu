@@ -37,9 +37,11 @@
 
 #include "topk_backends.h"
 #include "topk_common.cuh"
+#include "radix_select.cuh"
 
 #define RADIX_THREADS 1024u
 #define RADIX_WARPS (RADIX_THREADS / 32u)
+static_assert(RADIX_WARPS == SELECT_WARPS, "radix_select.cuh scans assume 1024-thread blocks");
 #define RADIX_STAGING 4096u
 #define RADIX_STAGED_PER_THREAD (RADIX_STAGING / RADIX_THREADS)
 #define RADIX_MAX_K 4096u
@@ -56,77 +58,10 @@ struct radix_shared {
     uint32_t out_count, stage_count, tie_count;
 };
 
-/* Coarse bin with NaNs pinned to the extreme bin of their sign (see the deviation above). */
-static __device__ __forceinline__ uint32_t radix_coarse_bin(float value)
-{
-    const uint32_t bits = __float_as_uint(value);
-    const uint32_t nan_bin = (bits & 0x80000000u) ? 0u : 255u;
-    const uint32_t bin = coarse_bin(value);
-    return (bits & 0x7FFFFFFFu) > 0x7F800000u ? nan_bin : bin;
-}
 
-static __device__ __forceinline__ uint32_t radix_warp_inclusive_scan(uint32_t value)
-{
-    const uint32_t lane = threadIdx.x & 31u;
-#pragma unroll
-    for (uint32_t offset = 1; offset < 32; offset <<= 1) {
-        const uint32_t other = __shfl_up_sync(RADIX_FULL_MASK, value, offset);
-        if (lane >= offset)
-            value += other;
-    }
-    return value;
-}
 
-/* Exclusive prefix sum over the block in thread order; *block_total gets the sum. Every thread
- * must call it; one barrier. The warp totals are double buffered by parity, so two consecutive
- * scans need no second barrier: a thread reads the totals of scan j before it reaches the
- * barrier of scan j + 1, and the buffer is written again only in scan j + 2. */
-static __device__ __forceinline__ uint32_t radix_block_exclusive_scan(
-    uint32_t value, uint32_t (*warp_totals)[RADIX_WARPS], uint32_t parity, uint32_t *block_total)
-{
-    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    const uint32_t inclusive = radix_warp_inclusive_scan(value);
-    if (lane == 31u)
-        warp_totals[parity][warp] = inclusive;
-    __syncthreads();
-    const uint32_t warp_total = warp_totals[parity][lane];
-    const uint32_t totals_inclusive = radix_warp_inclusive_scan(warp_total);
-    const uint32_t warp_base = __shfl_sync(RADIX_FULL_MASK, totals_inclusive - warp_total, warp);
-    *block_total = __shfl_sync(RADIX_FULL_MASK, totals_inclusive, 31);
-    return warp_base + inclusive - value;
-}
 
-/* Warp-aggregated claim on a shared counter: one atomic per warp, positions in lane order within
- * the warp; across warps the order is whatever order the warps arrive in. All 32 lanes call it;
- * the result is meaningful only where take is true. */
-static __device__ __forceinline__ uint32_t radix_warp_claim(bool take, uint32_t *counter)
-{
-    const uint32_t mask = __ballot_sync(RADIX_FULL_MASK, take);
-    if (mask == 0)
-        return 0;
-    const uint32_t lane = threadIdx.x & 31u;
-    const uint32_t leader = __ffs(mask) - 1;
-    uint32_t base = 0;
-    if (lane == leader)
-        base = atomicAdd(counter, (uint32_t)__popc(mask));
-    base = __shfl_sync(RADIX_FULL_MASK, base, leader);
-    return base + __popc(mask & ((1u << lane) - 1u));
-}
 
-/* Histogram increment. A warp whose lanes all hit one bin (0.0 plateaus, constant rows) adds 32
- * with one atomic instead of 32 serialised ones. All 32 lanes call it. */
-static __device__ __forceinline__ void radix_histogram_add(uint32_t *histogram, uint32_t bin,
-                                                           bool counted)
-{
-    const uint32_t slot = counted ? bin : 256u;
-    const uint32_t lane0_slot = __shfl_sync(RADIX_FULL_MASK, slot, 0);
-    if (__all_sync(RADIX_FULL_MASK, slot == lane0_slot)) {
-        if ((threadIdx.x & 31u) == 0 && slot < 256u)
-            atomicAdd(&histogram[slot], 32u);
-    } else if (counted) {
-        atomicAdd(&histogram[bin], 1u);
-    }
-}
 
 /* Run by the 32 lanes of warp 0 only. Finds the bin t where the candidates ranking above it
  * number fewer than need and those at or above it at least need; writes t, the count above it,
@@ -143,7 +78,7 @@ static __device__ void radix_find_threshold(struct radix_shared *s, uint32_t nee
         counts[j] = s->histogram[top - j];
         local += counts[j];
     }
-    const uint32_t inclusive = radix_warp_inclusive_scan(local);
+    const uint32_t inclusive = warp_inclusive_scan(local);
     uint32_t above = inclusive - local;
     if (lane == 31u)
         s->total = inclusive;
@@ -213,7 +148,7 @@ static __device__ void radix_write_candidates_in_order(const struct topk_problem
                 candidate_mask |= 1u << e;
         }
         uint32_t tile_total;
-        uint32_t position = placed + radix_block_exclusive_scan(__popc(candidate_mask),
+        uint32_t position = placed + block_exclusive_scan(__popc(candidate_mask),
                                                                 s->warp_totals, parity,
                                                                 &tile_total);
         parity ^= 1u;
@@ -258,7 +193,7 @@ static __global__ void __launch_bounds__(RADIX_THREADS)
 
     /* Pass 1: coarse histogram of the candidates. */
     radix_walk_row<RADIX_HISTOGRAM_UNROLL>(row, length, [&](uint32_t, float value) {
-        radix_histogram_add(s.histogram, radix_coarse_bin(value),
+        warp_histogram_add(s.histogram, select_coarse_bin(value),
                             is_candidate_bits(__float_as_uint(value)));
     });
     __syncthreads();
@@ -277,13 +212,13 @@ static __global__ void __launch_bounds__(RADIX_THREADS)
     radix_walk_row<RADIX_LOAD_UNROLL>(row, length, [&](uint32_t index, float value) {
         const uint32_t bits = __float_as_uint(value);
         const bool candidate = is_candidate_bits(bits);
-        const uint32_t bin = radix_coarse_bin(value);
+        const uint32_t bin = select_coarse_bin(value);
         const bool winner = candidate && bin > coarse_threshold;
         const bool staged = candidate && bin == coarse_threshold;
-        const uint32_t slot = radix_warp_claim(winner, &s.out_count);
+        const uint32_t slot = warp_claim(winner, &s.out_count);
         if (winner)
             write_output(p, row_id, slot, (int32_t)index);
-        const uint32_t position = radix_warp_claim(staged, &s.stage_count);
+        const uint32_t position = warp_claim(staged, &s.stage_count);
         if (staged && position < RADIX_STAGING) {
             s.staged_key[position] = order_key_bits(bits);
             s.staged_index[position] = (int32_t)index;
@@ -313,7 +248,7 @@ static __global__ void __launch_bounds__(RADIX_THREADS)
 #pragma unroll
         for (uint32_t j = 0; j < RADIX_STAGED_PER_THREAD; j++) {
             const bool take = (active >> j) & 1u;
-            const uint32_t slot = radix_warp_claim(take, &s.out_count);
+            const uint32_t slot = warp_claim(take, &s.out_count);
             if (take)
                 write_output(p, row_id, slot, indices[j]);
         }
@@ -327,7 +262,7 @@ static __global__ void __launch_bounds__(RADIX_THREADS)
             __syncthreads();
 #pragma unroll
             for (uint32_t j = 0; j < RADIX_STAGED_PER_THREAD; j++)
-                radix_histogram_add(s.histogram, (keys[j] >> shift) & 255u, (active >> j) & 1u);
+                warp_histogram_add(s.histogram, (keys[j] >> shift) & 255u, (active >> j) & 1u);
             __syncthreads();
             if (tid < 32u)
                 radix_find_threshold(&s, need);
@@ -343,9 +278,9 @@ static __global__ void __launch_bounds__(RADIX_THREADS)
                 const bool winner = in_running && (byte > threshold ||
                                                    (byte == threshold && all_equal_win));
                 const bool tie = in_running && byte == threshold && last && !all_equal_win;
-                const uint32_t ordinal = radix_warp_claim(tie, &s.tie_count);
+                const uint32_t ordinal = warp_claim(tie, &s.tie_count);
                 const bool take = winner || (tie && ordinal < need_after);
-                const uint32_t slot = radix_warp_claim(take, &s.out_count);
+                const uint32_t slot = warp_claim(take, &s.out_count);
                 if (take)
                     write_output(p, row_id, slot, indices[j]);
                 if (!(in_running && byte == threshold && !last))

@@ -1,0 +1,86 @@
+/* Block-level building blocks of the radix-select models (radix.cu, filtered.cu): the coarse bin
+ * with NaNs pinned to the extreme bin of their sign, warp and block scans, the warp-aggregated
+ * claim on a shared counter (the arrival-order source of their nondeterminism), and the
+ * warp-aggregated histogram increment. For 1024-thread blocks (32 warps). */
+#ifndef DSATOPK_RADIX_SELECT_CUH
+#define DSATOPK_RADIX_SELECT_CUH
+
+#include "topk_common.cuh"
+
+#define SELECT_FULL_MASK 0xFFFFFFFFu
+#define SELECT_WARPS 32u
+
+/* Coarse bin with NaNs pinned to the extreme bin of their sign: the fp16 conversion may drop a
+ * NaN's sign, and pinning keeps the bin order the reference's total order. */
+static __device__ __forceinline__ uint32_t select_coarse_bin(float value)
+{
+    const uint32_t bits = __float_as_uint(value);
+    const uint32_t nan_bin = (bits & 0x80000000u) ? 0u : 255u;
+    const uint32_t bin = coarse_bin(value);
+    return (bits & 0x7FFFFFFFu) > 0x7F800000u ? nan_bin : bin;
+}
+
+static __device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t value)
+{
+    const uint32_t lane = threadIdx.x & 31u;
+#pragma unroll
+    for (uint32_t offset = 1; offset < 32; offset <<= 1) {
+        const uint32_t other = __shfl_up_sync(SELECT_FULL_MASK, value, offset);
+        if (lane >= offset)
+            value += other;
+    }
+    return value;
+}
+
+/* Exclusive prefix sum over the block in thread order; *block_total gets the sum. Every thread
+ * must call it; one barrier. The warp totals are double buffered by parity, so two consecutive
+ * scans need no second barrier: a thread reads the totals of scan j before it reaches the
+ * barrier of scan j + 1, and the buffer is written again only in scan j + 2. */
+static __device__ __forceinline__ uint32_t block_exclusive_scan(
+    uint32_t value, uint32_t (*warp_totals)[SELECT_WARPS], uint32_t parity, uint32_t *block_total)
+{
+    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const uint32_t inclusive = warp_inclusive_scan(value);
+    if (lane == 31u)
+        warp_totals[parity][warp] = inclusive;
+    __syncthreads();
+    const uint32_t warp_total = warp_totals[parity][lane];
+    const uint32_t totals_inclusive = warp_inclusive_scan(warp_total);
+    const uint32_t warp_base = __shfl_sync(SELECT_FULL_MASK, totals_inclusive - warp_total, warp);
+    *block_total = __shfl_sync(SELECT_FULL_MASK, totals_inclusive, 31);
+    return warp_base + inclusive - value;
+}
+
+/* Warp-aggregated claim on a shared counter: one atomic per warp, positions in lane order within
+ * the warp; across warps the order is whatever order the warps arrive in. All 32 lanes call it;
+ * the result is meaningful only where take is true. */
+static __device__ __forceinline__ uint32_t warp_claim(bool take, uint32_t *counter)
+{
+    const uint32_t mask = __ballot_sync(SELECT_FULL_MASK, take);
+    if (mask == 0)
+        return 0;
+    const uint32_t lane = threadIdx.x & 31u;
+    const uint32_t leader = __ffs(mask) - 1;
+    uint32_t base = 0;
+    if (lane == leader)
+        base = atomicAdd(counter, (uint32_t)__popc(mask));
+    base = __shfl_sync(SELECT_FULL_MASK, base, leader);
+    return base + __popc(mask & ((1u << lane) - 1u));
+}
+
+/* Histogram increment. A warp whose lanes all hit one bin (0.0 plateaus, constant rows) adds 32
+ * with one atomic instead of 32 serialised ones. All 32 lanes call it. */
+static __device__ __forceinline__ void warp_histogram_add(uint32_t *histogram, uint32_t bin,
+                                                           bool counted)
+{
+    const uint32_t slot = counted ? bin : 256u;
+    const uint32_t lane0_slot = __shfl_sync(SELECT_FULL_MASK, slot, 0);
+    if (__all_sync(SELECT_FULL_MASK, slot == lane0_slot)) {
+        if ((threadIdx.x & 31u) == 0 && slot < 256u)
+            atomicAdd(&histogram[slot], 32u);
+    } else if (counted) {
+        atomicAdd(&histogram[bin], 1u);
+    }
+}
+
+#endif
