@@ -14,7 +14,7 @@
 #
 # The corpus grows in BUILD/fuzz-corpus/HARNESS/ (the seeds of tests/fuzz/corpus/ and the
 # inputs of tests/fuzz/regressions/ are read, never written). Environment: CC (default clang),
-# FUZZ_EXTRA_ARGS (more libFuzzer flags), DSATOPK_FUZZ_TOLERATE (see tests/fuzz/fuzz_options.c).
+# FUZZ_EXTRA_ARGS (more libFuzzer flags), DSATOPK_FUZZ_TOLERATE (see tests/fuzz/README.md).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
@@ -28,7 +28,7 @@ while getopts "t:r:b:o:h" option; do
     r) runs=$OPTARG ;;
     b) build=$OPTARG ;;
     o) results=$OPTARG ;;
-    *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
