@@ -135,38 +135,6 @@ static __device__ void filtered_find_threshold(struct filtered_control *s, uint3
     }
 }
 
-/* visit(index, value) over every position of the row, UNROLL loads in flight per thread;
- * every thread makes the same number of calls (past the end reads as -inf). */
-template <uint32_t UNROLL, typename Visit>
-static __device__ __forceinline__ void filtered_walk_row(const float *row, uint32_t length,
-                                                        Visit visit)
-{
-    const uint32_t step = FILTERED_THREADS * UNROLL;
-    uint32_t base = 0;
-    /* Whole tiles: unguarded loads at immediate offsets from one pointer. */
-    for (; base + step <= length; base += step) {
-        const float *tile = row + base + threadIdx.x;
-        float values[UNROLL];
-#pragma unroll
-        for (uint32_t u = 0; u < UNROLL; u++)
-            values[u] = tile[u * FILTERED_THREADS];
-#pragma unroll
-        for (uint32_t u = 0; u < UNROLL; u++)
-            visit(base + u * FILTERED_THREADS + threadIdx.x, values[u]);
-    }
-    if (base < length) { /* the last, partial tile */
-        float values[UNROLL];
-#pragma unroll
-        for (uint32_t u = 0; u < UNROLL; u++) {
-            const uint32_t index = base + u * FILTERED_THREADS + threadIdx.x;
-            values[u] = index < length ? row[index] : __uint_as_float(TOPK_NEG_INF_BITS);
-        }
-#pragma unroll
-        for (uint32_t u = 0; u < UNROLL; u++)
-            visit(base + u * FILTERED_THREADS + threadIdx.x, values[u]);
-    }
-}
-
 /* The candidates still in the running at a refinement round: either the staged buffer (count
  * entries), or, in rescan mode, the row filtered by coarse bin and key prefix (prefix_shift 32:
  * no prefix yet). visit(in_source, index, key) is called the same number of times by every
@@ -179,7 +147,7 @@ static __device__ __forceinline__ void filtered_walk_source(const float *row, ui
                                                             uint32_t prefix, Visit visit)
 {
     if (rescan) {
-        filtered_walk_row<FILTERED_LOAD_UNROLL>(row, length, [&](uint32_t index, float value) {
+        walk_row<FILTERED_LOAD_UNROLL>(row, length, [&](uint32_t index, float value) {
             const uint32_t bits = __float_as_uint(value);
             const uint32_t key = order_key_bits(bits);
             const bool in_source = is_candidate_bits(bits) && select_coarse_bin(value) == bin &&
@@ -310,7 +278,7 @@ static __global__ void __launch_bounds__(FILTERED_THREADS, 1)
     __syncthreads();
 
     /* Coarse pass. */
-    filtered_walk_row<FILTERED_HISTOGRAM_UNROLL>(row, length, [&](uint32_t, float value) {
+    walk_row<FILTERED_HISTOGRAM_UNROLL>(row, length, [&](uint32_t, float value) {
         warp_histogram_add(s.histogram, select_coarse_bin(value),
                                is_candidate_bits(__float_as_uint(value)));
     });
@@ -347,7 +315,7 @@ static __global__ void __launch_bounds__(FILTERED_THREADS, 1)
             return;
         }
         if (!rescan) {
-            filtered_walk_row<FILTERED_LOAD_UNROLL>(row, length, [&](uint32_t index, float value) {
+            walk_row<FILTERED_LOAD_UNROLL>(row, length, [&](uint32_t index, float value) {
                 const bool staged = is_candidate_bits(__float_as_uint(value)) &&
                                     select_coarse_bin(value) == coarse_threshold;
                 const uint32_t position = warp_claim(staged, &s.stage_count);
@@ -357,7 +325,7 @@ static __global__ void __launch_bounds__(FILTERED_THREADS, 1)
         }
     } else {
         const bool whole_bin = count == need;
-        filtered_walk_row<FILTERED_LOAD_UNROLL>(row, length, [&](uint32_t index, float value) {
+        walk_row<FILTERED_LOAD_UNROLL>(row, length, [&](uint32_t index, float value) {
             const bool candidate = is_candidate_bits(__float_as_uint(value));
             const uint32_t bin = select_coarse_bin(value);
             const bool winner = candidate && (bin > coarse_threshold ||

@@ -96,40 +96,6 @@ static __device__ void radix_find_threshold(struct radix_shared *s, uint32_t nee
     }
 }
 
-/* Calls visit(index, value) for every position of the row, UNROLL loads in flight per thread,
- * positions strided by the block so that the warps interleave. Every thread makes the
- * same number of calls (positions past the end read as -inf, which is never a candidate), so
- * visit may use warp-wide votes. */
-template <uint32_t UNROLL, typename Visit>
-static __device__ __forceinline__ void radix_walk_row(const float *row, uint32_t length,
-                                                     Visit visit)
-{
-    const uint32_t step = RADIX_THREADS * UNROLL;
-    uint32_t base = 0;
-    /* Whole tiles: unguarded loads at immediate offsets from one pointer. */
-    for (; base + step <= length; base += step) {
-        const float *tile = row + base + threadIdx.x;
-        float values[UNROLL];
-#pragma unroll
-        for (uint32_t u = 0; u < UNROLL; u++)
-            values[u] = tile[u * RADIX_THREADS];
-#pragma unroll
-        for (uint32_t u = 0; u < UNROLL; u++)
-            visit(base + u * RADIX_THREADS + threadIdx.x, values[u]);
-    }
-    if (base < length) { /* the last, partial tile */
-        float values[UNROLL];
-#pragma unroll
-        for (uint32_t u = 0; u < UNROLL; u++) {
-            const uint32_t index = base + u * RADIX_THREADS + threadIdx.x;
-            values[u] = index < length ? row[index] : __uint_as_float(TOPK_NEG_INF_BITS);
-        }
-#pragma unroll
-        for (uint32_t u = 0; u < UNROLL; u++)
-            visit(base + u * RADIX_THREADS + threadIdx.x, values[u]);
-    }
-}
-
 /* The identity path: the row's candidates in index order (exact -inf skipped), then -1. Each
  * thread takes four consecutive positions of a 4096-position tile; a block scan places them. */
 static __device__ void radix_write_candidates_in_order(const struct topk_problem &p,
@@ -192,7 +158,7 @@ static __global__ void __launch_bounds__(RADIX_THREADS)
     __syncthreads();
 
     /* Pass 1: coarse histogram of the candidates. */
-    radix_walk_row<RADIX_HISTOGRAM_UNROLL>(row, length, [&](uint32_t, float value) {
+    walk_row<RADIX_HISTOGRAM_UNROLL>(row, length, [&](uint32_t, float value) {
         warp_histogram_add(s.histogram, select_coarse_bin(value),
                             is_candidate_bits(__float_as_uint(value)));
     });
@@ -209,7 +175,7 @@ static __global__ void __launch_bounds__(RADIX_THREADS)
     uint32_t need = k - s.above;
 
     /* Pass 2: claim the bins above the threshold, stage the threshold bin, drop past 4096. */
-    radix_walk_row<RADIX_LOAD_UNROLL>(row, length, [&](uint32_t index, float value) {
+    walk_row<RADIX_LOAD_UNROLL>(row, length, [&](uint32_t index, float value) {
         const uint32_t bits = __float_as_uint(value);
         const bool candidate = is_candidate_bits(bits);
         const uint32_t bin = select_coarse_bin(value);

@@ -1,14 +1,15 @@
 /* Block-level building blocks of the radix-select models (radix.cu, filtered.cu): the coarse bin
  * with NaNs pinned to the extreme bin of their sign, warp and block scans, the warp-aggregated
  * claim on a shared counter (the arrival-order source of their nondeterminism), and the
- * warp-aggregated histogram increment. For 1024-thread blocks (32 warps). */
+ * warp-aggregated histogram increment, and the strided row walk. For 1024-thread blocks. */
 #ifndef DSATOPK_RADIX_SELECT_CUH
 #define DSATOPK_RADIX_SELECT_CUH
 
 #include "topk_common.cuh"
 
 #define SELECT_FULL_MASK 0xFFFFFFFFu
-#define SELECT_WARPS 32u
+#define SELECT_THREADS 1024u
+#define SELECT_WARPS (SELECT_THREADS / 32u)
 
 /* Coarse bin with NaNs pinned to the extreme bin of their sign: the fp16 conversion may drop a
  * NaN's sign, and pinning keeps the bin order the reference's total order. */
@@ -80,6 +81,39 @@ static __device__ __forceinline__ void warp_histogram_add(uint32_t *histogram, u
             atomicAdd(&histogram[slot], 32u);
     } else if (counted) {
         atomicAdd(&histogram[bin], 1u);
+    }
+}
+
+/* Calls visit(index, value) for every position of the row, UNROLL loads in flight per thread,
+ * positions strided by the block so that the warps interleave. Every thread makes the
+ * same number of calls (positions past the end read as -inf, which is never a candidate), so
+ * visit may use warp-wide votes. */
+template <uint32_t UNROLL, typename Visit>
+static __device__ __forceinline__ void walk_row(const float *row, uint32_t length, Visit visit)
+{
+    const uint32_t step = SELECT_THREADS * UNROLL;
+    uint32_t base = 0;
+    /* Whole tiles: unguarded loads at immediate offsets from one pointer. */
+    for (; base + step <= length; base += step) {
+        const float *tile = row + base + threadIdx.x;
+        float values[UNROLL];
+#pragma unroll
+        for (uint32_t u = 0; u < UNROLL; u++)
+            values[u] = tile[u * SELECT_THREADS];
+#pragma unroll
+        for (uint32_t u = 0; u < UNROLL; u++)
+            visit(base + u * SELECT_THREADS + threadIdx.x, values[u]);
+    }
+    if (base < length) { /* the last, partial tile */
+        float values[UNROLL];
+#pragma unroll
+        for (uint32_t u = 0; u < UNROLL; u++) {
+            const uint32_t index = base + u * SELECT_THREADS + threadIdx.x;
+            values[u] = index < length ? row[index] : __uint_as_float(TOPK_NEG_INF_BITS);
+        }
+#pragma unroll
+        for (uint32_t u = 0; u < UNROLL; u++)
+            visit(base + u * SELECT_THREADS + threadIdx.x, values[u]);
     }
 }
 
