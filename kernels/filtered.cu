@@ -226,8 +226,7 @@ static __device__ void filtered_write_in_index_order(const struct topk_problem &
         }
         uint32_t tile_total;
         const uint32_t packed = ((uint32_t)__popc(above_mask) << 16) | (uint32_t)__popc(tie_mask);
-        const uint32_t before =
-            block_exclusive_scan(packed, s->warp_totals, parity, &tile_total);
+        const uint32_t before = block_exclusive_scan(packed, s->warp_totals, parity, &tile_total);
         parity ^= 1u;
         uint32_t above_before = above_done + (before >> 16);
         uint32_t ties_before = ties_done + (before & 0xFFFFu);
@@ -280,7 +279,7 @@ static __global__ void __launch_bounds__(FILTERED_THREADS, 1)
     /* Coarse pass. */
     walk_row<FILTERED_HISTOGRAM_UNROLL>(row, length, [&](uint32_t, float value) {
         warp_histogram_add(s.histogram, select_coarse_bin(value),
-                               is_candidate_bits(__float_as_uint(value)));
+                           is_candidate_bits(__float_as_uint(value)));
     });
     __syncthreads();
     if (tid < 32u)
@@ -357,7 +356,7 @@ static __global__ void __launch_bounds__(FILTERED_THREADS, 1)
                                  prefix_shift, prefix,
                                  [&](bool in_source, uint32_t, uint32_t key) {
                                      warp_histogram_add(s.histogram, (key >> shift) & 255u,
-                                                            in_source);
+                                                        in_source);
                                  });
             __syncthreads();
             if (tid < 32u)

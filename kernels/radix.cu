@@ -115,8 +115,7 @@ static __device__ void radix_write_candidates_in_order(const struct topk_problem
         }
         uint32_t tile_total;
         uint32_t position = placed + block_exclusive_scan(__popc(candidate_mask),
-                                                                s->warp_totals, parity,
-                                                                &tile_total);
+                                                          s->warp_totals, parity, &tile_total);
         parity ^= 1u;
 #pragma unroll
         for (uint32_t e = 0; e < 4; e++) {
@@ -160,7 +159,7 @@ static __global__ void __launch_bounds__(RADIX_THREADS)
     /* Pass 1: coarse histogram of the candidates. */
     walk_row<RADIX_HISTOGRAM_UNROLL>(row, length, [&](uint32_t, float value) {
         warp_histogram_add(s.histogram, select_coarse_bin(value),
-                            is_candidate_bits(__float_as_uint(value)));
+                           is_candidate_bits(__float_as_uint(value)));
     });
     __syncthreads();
     if (tid < 32u)
