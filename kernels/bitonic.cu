@@ -6,7 +6,7 @@
  * ever dropped), written so that nothing depends on arrival order: placements come from counts and
  * prefix sums over index-ordered tiles, never from atomics racing for slots.
  *
- * Strategy, one 1024-thread CTA per row:
+ * One-CTA path (k > 4096, or DSATOPK_BITONIC_SPLIT=never), one 1024-thread CTA per row:
  *  1. Radix refinement on the 32-bit order key in three digits (11 + 11 + 10 bits, MSB first).
  *     Each level histograms the digit of the candidates (window minus exact -inf) that match the
  *     prefix found so far, then picks the bin holding the remaining rank by a suffix count. It
@@ -29,21 +29,23 @@
  * Every thread reaches every barrier: tile loops have block-uniform trip counts, and their early
  * exits test totals that every thread computed identically.
  *
- * Split path (rows few and long, or DSATOPK_BITONIC_SPLIT=always; see "Split path" below): the
- * same three digits, but each row is cut into chunks histogrammed by separate CTAs into a global
- * per-row histogram; the last CTA of a row to arrive at a per-row counter picks the bin. Then every
- * chunk writes its winners and ties at offsets from per-chunk counts and prefix sums, and the
- * last CTA of the row sorts them. A memset and four kernels; scratch from scratch_bytes().
+ * Tree path (every k <= 4096 unless DSATOPK_BITONIC_SPLIT=never; see "Tree path" below): rows
+ * cut into leaves of 8192 elements, one 512-thread CTA each; a first pass sums the row's
+ * histogram of the key's top 11 bits, so that each leaf keeps only what can be in the row's top
+ * k and selects its exact top k of that; the last CTA to finish among a group of siblings merges
+ * their lists (the exact top k of the union), up to one root per row, which writes the output in
+ * canonical order. A memset and two kernels.
  *
  * Determinism: gpu_to_gpu. Nothing depends on scheduling; the only atomics are histogram counts,
  * whose sums do not depend on their order, and arrival counters, which only decide which CTA
- * does the row's final step after every other one has finished its part.
+ * does a merge after every child has finished its part (the merge's result is a set that does
+ * not depend on who computes it).
  *
  * Limits: k <= 8192 (the composite buffer, 8 * max(64, next_pow2(k)) bytes, lives in shared
  * memory next to 8.3 KiB of control: k = 8192 needs 74000 B); rows up to 2^31 - 1 elements (64-bit
  * addressing of the scores); page sizes powers of two. Launch: no allocation, no host
- * synchronisation (the one-CTA path needs no scratch; the split path's is caller-owned and zeroed
- * by a cudaMemsetAsync in every call): capturable in a CUDA graph. */
+ * synchronisation (the one-CTA path and one-leaf trees need no scratch; a deeper tree's is
+ * caller-owned, its counters zeroed by a cudaMemsetAsync in every call): capturable in a CUDA graph. */
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -100,13 +102,15 @@ static __device__ __forceinline__ void histogram_add(uint32_t *histogram, uint32
         atomicAdd(&histogram[bin], 1u);
 }
 
-/* Block-wide exclusive prefix sum of one value per thread, in thread order, with the block total.
- * One barrier; the warp totals alternate between two buffers so that the next call may start
- * writing while slow threads still read this call's buffer (they read before they reach the next
- * call's barrier). Every thread must call it. */
-static __device__ __forceinline__ uint32_t block_exclusive_sum(uint32_t value,
-                                                               bitonic_control &control,
-                                                               uint32_t &parity, uint32_t &total)
+/* Block-wide exclusive prefix sum of one value per thread, in thread order, with the block total,
+ * for a block of WARPS warps. One barrier; the warp totals alternate between two buffers so that
+ * the next call may start writing while slow threads still read this call's buffer (they read
+ * before they reach the next call's barrier). Every thread must call it. */
+template <uint32_t WARPS>
+static __device__ __forceinline__ uint32_t block_exclusive_sum_of(uint32_t value,
+                                                                  uint32_t (&scan)[2][WARPS],
+                                                                  uint32_t &parity,
+                                                                  uint32_t &total)
 {
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     uint32_t inclusive = value;
@@ -117,9 +121,9 @@ static __device__ __forceinline__ uint32_t block_exclusive_sum(uint32_t value,
             inclusive += other;
     }
     if (lane == 31)
-        control.scan[parity][warp] = inclusive;
+        scan[parity][warp] = inclusive;
     __syncthreads();
-    uint32_t warp_total = lane < BITONIC_WARPS ? control.scan[parity][lane] : 0;
+    uint32_t warp_total = lane < WARPS ? scan[parity][lane] : 0;
     uint32_t warps_inclusive = warp_total;
 #pragma unroll
     for (int offset = 1; offset < 32; offset <<= 1) {
@@ -131,6 +135,14 @@ static __device__ __forceinline__ uint32_t block_exclusive_sum(uint32_t value,
     total = __shfl_sync(0xFFFFFFFFu, warps_inclusive, 31);
     parity ^= 1;
     return warp_exclusive + inclusive - value;
+}
+
+/* The same for the one-CTA path's 1024-thread block. */
+static __device__ __forceinline__ uint32_t block_exclusive_sum(uint32_t value,
+                                                               bitonic_control &control,
+                                                               uint32_t &parity, uint32_t &total)
+{
+    return block_exclusive_sum_of<BITONIC_WARPS>(value, control.scan, parity, total);
 }
 
 /* The row as tiles walked in index order. Tile 0 is the scalar head that brings the window to a
@@ -530,10 +542,11 @@ static __device__ __forceinline__ void warp_bitonic_steps(uint64_t &low, uint64_
  * of 64 and more go through shared memory with a barrier each; the smaller ones run on 64-value
  * chunks in registers, one warp per chunk (no barriers): for k = 2048, 20 barriers instead of
  * 66 and a third of the shared-memory traffic. */
+template <uint32_t THREADS>
 static __device__ void sort_descending(uint64_t *values, uint32_t count)
 {
-    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (uint32_t chunk = warp * 64; chunk < count; chunk += BITONIC_WARPS * 64) {
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = THREADS / 32;
+    for (uint32_t chunk = warp * 64; chunk < count; chunk += warps * 64) {
         uint64_t low = values[chunk + lane], high = values[chunk + 32 + lane];
         for (uint32_t size = 2; size <= 64; size <<= 1)
             warp_bitonic_steps(low, high, chunk, size, size >> 1);
@@ -543,7 +556,7 @@ static __device__ void sort_descending(uint64_t *values, uint32_t count)
     __syncthreads();
     for (uint32_t size = 128; size <= count; size <<= 1) {
         for (uint32_t stride = size >> 1; stride >= 64; stride >>= 1) {
-            for (uint32_t i = threadIdx.x; i < count / 2; i += BITONIC_THREADS) {
+            for (uint32_t i = threadIdx.x; i < count / 2; i += THREADS) {
                 uint32_t first = 2 * i - (i & (stride - 1)), second = first + stride;
                 bool descending = (first & size) == 0;
                 uint64_t a = values[first], b = values[second];
@@ -554,7 +567,7 @@ static __device__ void sort_descending(uint64_t *values, uint32_t count)
             }
             __syncthreads();
         }
-        for (uint32_t chunk = warp * 64; chunk < count; chunk += BITONIC_WARPS * 64) {
+        for (uint32_t chunk = warp * 64; chunk < count; chunk += warps * 64) {
             uint64_t low = values[chunk + lane], high = values[chunk + 32 + lane];
             warp_bitonic_steps(low, high, chunk, size, 32);
             values[chunk + lane] = low;
@@ -636,7 +649,7 @@ k_bitonic_topk(const struct topk_problem problem, uint32_t composite_capacity,
         for (uint32_t i = selected + threadIdx.x; i < padded; i += BITONIC_THREADS)
             composites[i] = 0;
         __syncthreads();
-        sort_descending(composites, padded);
+        sort_descending<BITONIC_THREADS>(composites, padded);
     } else {
         __syncthreads();
     }
@@ -649,350 +662,591 @@ k_bitonic_topk(const struct topk_problem problem, uint32_t composite_capacity,
     }
 }
 
-/* ---- Split path: long rows over several CTAs ------------------------------------------------
+/* ---- Tree path: rows cut into leaves, merged up a tree -------------------------------------
  *
- * When rows are few and long, one CTA per row leaves most SMs idle and a call lasts as long as
- * one CTA streaming one row. The split path cuts every row into `chunks` chunks of
- * `chunk_elements` consecutive elements (the same for every row; CTAs past a row's length have
- * nothing to read) and runs a flattened grid of rows * chunks CTAs of 1024 threads:
+ * One CTA per row leaves most SMs idle when rows are few and long, and a call then lasts as long
+ * as one SM streaming one row. The tree path cuts every row into leaves of at most 8192
+ * consecutive elements, one 512-thread CTA each (a flattened grid of rows * leaves CTAs):
  *
- *   memset   zero the per-row state and histograms (scratch arrives poisoned, and nothing may
- *            depend on a previous call)
- *   round 0  each CTA histograms digit 0 of its chunk in shared memory and adds the non-zero
- *            bins to the row's global histogram (integer atomics: the sum is order independent);
- *            the last CTA of the row to arrive picks the bin holding rank min(k, candidates)
- *   round 1  the same for digit 1 among the candidates matching the prefix
- *   round 2  the same for digit 2; each CTA also stores its chunk's count of candidates above
- *            the 22-bit prefix and the suffix sums of its digit-2 histogram, so that once the
- *            threshold key T is known every chunk's winner and tie counts are two lookups
- *   collect  each CTA sums the counts of the chunks before its own (index order), re-reads its
- *            chunk and writes its winners (key > T) and its ties (key == T) whose row-wide
- *            ordinal is below `need` to the row's candidate buffer at positions from those sums
- *            and block prefix sums over index-ordered tiles; the last CTA of the row sorts the
- *            candidates (the bitonic sort above) and writes the output.
+ *   pass 1  (rows of more than one leaf) every CTA histograms digit 0 of its leaf (the key's top
+ *           11 bits) and adds the non-zero bins to the row's histogram in scratch (integer
+ *           atomics: the sums do not depend on their order);
+ *   leaf    every CTA loads its leaf into registers (16 composites per thread) and, from the
+ *           row's histogram, drops the candidates in bins below the one that holds the row's
+ *           k-th largest (they cannot be in the row's top k: on random rows of 131072 a leaf
+ *           keeps a few hundred). It selects the exact top min(k, kept) of the leaf and writes
+ *           them (unsorted) to its node list in scratch, with their count;
+ *   merge   leaves are grouped fan_in = min(64, 8192 / k) at a time under a parent node (then
+ *           parents under grandparents, up to one root per row). The CTA that arrives last at a
+ *           parent's counter loads the children's lists (at most fan_in * k <= 8192 composites:
+ *           the same registers), selects their top k and writes the parent's list;
+ *   root    the CTA that completes the root writes its selection in canonical order: by bucket
+ *           ranks where the selection spreads out, by the one-CTA path's bitonic sort where it
+ *           does not (ties, plateaus).
  *
- * "Last CTA of the row": every thread fences its global writes, the CTA synchronises, one thread
- * adds 1 to the row's arrival counter of that kernel; the CTA that reads chunks - 1 is the last,
- * and every other CTA's writes happened before its increment. Nothing waits for another CTA, so
- * no co-residency is needed (no spin barrier, no cooperative launch), and no value depends on
- * which CTA is last: it only reads complete sums. */
+ * Why it is exact and deterministic: every candidate is a unique composite (key << 32 | ~index),
+ * so the top k of a node is one well-defined set whatever the order its members were found in; a
+ * parent's top k is the top k of the union of its children's top-k sets (anything outside a
+ * child's top k has k larger composites in that child alone); by induction the root holds the
+ * row's top k, and the order of unique composites is fixed. Selection is by counts (a radix
+ * refinement over the 64 bits of the composite, 11/11/10/11/11/10-bit digits, stopping when the
+ * remaining rank takes a whole bin), never by arrival order; where a CTA writes an entry in a
+ * list does depend on thread order, but lists are sets: the next step reads them whole.
+ *
+ * "Arrives last": the CTA synchronises, one thread fences and adds 1 to the parent's counter;
+ * the CTA that reads children - 1 continues, the others exit. Nothing waits for another CTA, so
+ * no co-residency is needed (no spin barrier, no cooperative launch: the design that hung on
+ * SM120/121 in flashinfer #3610), and a graph replays it as a memset node (counters and row
+ * histograms) and two kernel nodes; rows of one leaf need only the tree kernel.
+ *
+ * Leaves never overflow: a leaf holds at most 8192 elements and a merge at most fan_in * k <= 8192
+ * composites, both in registers, and a list holds at most k entries by construction. */
 
-#define SPLIT_MIN_CHUNK 4096u   /* one tile: the smallest chunk auto and always make */
-#define SPLIT_MAX_CHUNKS 1024u  /* chunks per row (bounds the chunk-count sums of collect) */
-#define SPLIT_LAST_BINS 1024u   /* bins of digit 2 */
-#define SPLIT_HISTOGRAM_WORDS (2u * BITONIC_BINS + SPLIT_LAST_BINS) /* digits 0, 1, 2 of a row */
-#define SPLIT_KERNELS 4u        /* kernels with an arrival counter: three rounds and collect */
+#define TREE_THREADS 512u
+#define TREE_WARPS (TREE_THREADS / 32u)
+#define TREE_ITEMS 16u                            /* composites per thread */
+#define TREE_CAPACITY (TREE_THREADS * TREE_ITEMS) /* 8192: leaf elements, merge inputs */
+#define TREE_LEAF_QUANTUM (TREE_THREADS * 4u)     /* leaves are whole float4 tiles: 2048 */
+#define TREE_MAX_K (TREE_CAPACITY / 2u)           /* a merge takes two children at least */
+#define TREE_MAX_FAN_IN 64u /* children per parent: bounds the counts staged per merge */
+#define TREE_MAX_LEVELS 16u
+#define TREE_BUCKET_LIMIT 64u /* the root's output by buckets: largest bucket it ranks by scans */
+#define TREE_DIGITS 6
 
-static_assert(SPLIT_LAST_BINS == BITONIC_THREADS, "round 2 gives each thread one digit-2 bin");
+static_assert(BITONIC_BINS % TREE_THREADS == 0 && BITONIC_BINS / TREE_THREADS <= 4,
+              "each thread owns at most four bins of a digit");
 
-/* Per-row state in scratch, zeroed by the memset of every call. prefix[level] and
- * remaining[level] are what round `level` works with (level 0: prefix 0, rank min(k, total));
- * the last CTA of round level writes those of level + 1, the last of round 2 threshold and need. */
-struct split_row_state {
-    uint32_t arrivals[SPLIT_KERNELS];
-    uint32_t prefix[3];
-    uint32_t remaining[3];
-    uint32_t selected;  /* min(k, candidates of the row) */
-    uint32_t threshold; /* T: the key of the selected-th ranked candidate */
-    uint32_t need;      /* ties (key == T) to take, the smallest indices first */
-    uint32_t unused;
+/* How a shape is cut (host and device): level 0 holds the leaves, the last level the root. */
+struct tree_plan {
+    uint32_t leaf_elements;                 /* a multiple of TREE_LEAF_QUANTUM, <= capacity */
+    uint32_t fan_in;                        /* children per parent: TREE_CAPACITY / k */
+    uint32_t levels;                        /* 1: the leaf is the root (no scratch) */
+    uint32_t nodes_per_row;                 /* every level */
+    uint32_t nodes[TREE_MAX_LEVELS];        /* nodes per row at each level */
+    uint32_t first_node[TREE_MAX_LEVELS];   /* row-local number of a level's first node */
 };
 
-/* Device views of the scratch of one call (layout in split_layout_of below). */
-struct split_scratch {
-    split_row_state *states;  /* rows */
-    uint32_t *histograms;     /* rows * SPLIT_HISTOGRAM_WORDS */
-    uint32_t *chunk_above;    /* rows * chunks: candidates above the 22-bit prefix */
-    uint32_t *chunk_suffix;   /* rows * chunks * 1024: digit-2 counts of bins >= d */
-    uint64_t *candidates;     /* rows * k composites */
-    uint32_t chunks, chunk_elements;
+/* Device views of the scratch of one call (layout in tree_layout_of below); per row and node:
+ * the arrival counter (zeroed by the call's memset), the list's count and its k slots. */
+struct tree_scratch {
+    uint32_t *arrivals; /* rows * nodes_per_row */
+    uint32_t *counts;   /* rows * nodes_per_row */
+    uint64_t *lists;    /* rows * nodes_per_row * k */
+    uint32_t *row_histograms; /* rows * 2048: digit 0 over the row (zeroed); NULL: one leaf */
+    tree_plan plan;
 };
 
-static __device__ __forceinline__ uint32_t histogram_offset(int level)
+struct tree_shared {
+    uint32_t histogram[BITONIC_BINS];
+    uint32_t bucket_start[BITONIC_BINS];    /* the root's output: first rank of each bucket */
+    uint32_t sub_start[BITONIC_BINS];       /* ... and of each sub-bucket of one large bucket */
+    uint32_t sub_sizes[BITONIC_BINS];
+    uint64_t reduce_high[TREE_WARPS], reduce_low[TREE_WARPS];
+    uint32_t child_first[TREE_MAX_FAN_IN];  /* a parent's children: first entry in the packing */
+    uint32_t children_total;
+    uint32_t scan[2][TREE_WARPS];
+    uint32_t selected_digit, selected_above, selected_count, is_last;
+    uint32_t overflow_count, overflow_bucket;
+};
+
+/* Digit `level` of a composite: bits [shift, shift + bits). */
+static __device__ __forceinline__ uint32_t tree_digit_shift(int level)
 {
-    return level == 0 ? 0u : level == 1 ? BITONIC_BINS : 2u * BITONIC_BINS;
+    return level == 0 ? 53u : level == 1 ? 42u : level == 2 ? 32u
+         : level == 3 ? 21u : level == 4 ? 10u : 0u;
+}
+static __device__ __forceinline__ uint32_t tree_digit_bins(int level)
+{
+    return (level == 2 || level == 5) ? 1024u : 2048u;
 }
 
-/* The tiles of chunk `chunk` of row `row`: window indices [first, first + count). A chunk past
- * the row's length is empty (count 0: only the head tile, with nothing valid). The last chunk
- * takes whatever is left, so that a row longer than shape.max_length promised is still read
- * whole (slowly) rather than cut. */
-static __device__ __forceinline__ row_tiles chunk_tiles(const struct topk_problem &problem,
-                                                        uint32_t row, uint32_t chunk,
-                                                        const split_scratch &scratch,
-                                                        uint32_t &first)
+/* Selects the k largest of the CTA's composites (0 = no candidate). On return a composite c is
+ * selected iff c != 0 && (c & mask) >= prefix, and the count of them is returned: min(k, the
+ * CTA's candidates). Leaves the histogram zeroed. Every thread must call it. */
+static __device__ uint32_t tree_select(const uint64_t (&items)[TREE_ITEMS], uint32_t k,
+                                       tree_shared &shared, uint32_t &parity, uint64_t &mask,
+                                       uint64_t &prefix)
+{
+    mask = 0;
+    prefix = 0;
+    uint32_t remaining = k;
+    for (int level = 0; level < TREE_DIGITS; level++) {
+        const uint32_t shift = tree_digit_shift(level), bins = tree_digit_bins(level);
+#pragma unroll
+        for (uint32_t i = 0; i < TREE_ITEMS; i++) {
+            const uint64_t c = items[i];
+            if (c != 0 && (c & mask) == prefix)
+                atomicAdd(&shared.histogram[(uint32_t)(c >> shift) & (bins - 1)], 1u);
+        }
+        __syncthreads();
+        /* Thread t owns `per` consecutive bins from the top: a thread-order prefix sum is the
+         * count of the bins above its own. It zeroes them for the next level as it reads. */
+        const uint32_t per = bins / TREE_THREADS, top = bins - 1 - threadIdx.x * per;
+        uint32_t counts[4], sum = 0;
+#pragma unroll
+        for (uint32_t j = 0; j < 4; j++) {
+            counts[j] = 0;
+            if (j < per) {
+                counts[j] = shared.histogram[top - j];
+                shared.histogram[top - j] = 0;
+                sum += counts[j];
+            }
+        }
+        uint32_t total;
+        uint32_t above = block_exclusive_sum_of<TREE_WARPS>(sum, shared.scan, parity, total);
+        if (level == 0 && total <= k) {
+            __syncthreads(); /* the scan's buffer read by all before the next scan writes it */
+            return total; /* uniform: every candidate is selected (mask and prefix 0) */
+        }
+#pragma unroll
+        for (uint32_t j = 0; j < 4; j++) {
+            if (j < per && above < remaining && remaining <= above + counts[j]) {
+                shared.selected_digit = top - j;
+                shared.selected_above = above;
+                shared.selected_count = counts[j];
+            }
+            above += counts[j];
+        }
+        __syncthreads();
+        /* Read by every thread before any thread can write them again (after the next level's
+         * histogram barrier). */
+        remaining -= shared.selected_above;
+        prefix |= (uint64_t)shared.selected_digit << shift;
+        mask |= (uint64_t)(bins - 1) << shift;
+        if (shared.selected_count == remaining)
+            break; /* uniform: the bin is taken whole (always by the last digit: unique) */
+        __syncthreads(); /* selected_* read by every thread before the next level writes them */
+    }
+    __syncthreads(); /* the same before the caller's next writer */
+    return k;
+}
+
+/* Writes the selected composites to dest (global list or shared sort buffer) at thread-order
+ * positions; returns how many (the same in every thread). Every thread must call it. */
+static __device__ uint32_t tree_write(const uint64_t (&items)[TREE_ITEMS], uint64_t mask,
+                                      uint64_t prefix, uint64_t *dest, tree_shared &shared,
+                                      uint32_t &parity)
+{
+    uint32_t flags = 0;
+#pragma unroll
+    for (uint32_t i = 0; i < TREE_ITEMS; i++)
+        if (items[i] != 0 && (items[i] & mask) >= prefix)
+            flags |= 1u << i;
+    uint32_t total;
+    uint32_t slot =
+        block_exclusive_sum_of<TREE_WARPS>((uint32_t)__popc(flags), shared.scan, parity, total);
+#pragma unroll
+    for (uint32_t i = 0; i < TREE_ITEMS; i++)
+        if (flags & (1u << i))
+            dest[slot++] = items[i];
+    return total;
+}
+
+/* Leaf `leaf` of row `row` as composites: thread t, item 4g + j holds leaf element
+ * g * 2048 + 4t + j (16-byte loads when the leaf starts 16-byte aligned), 0 where there is no
+ * candidate (past the row's end, or exact -inf). All loads are issued before any is used. */
+static __device__ __forceinline__ void tree_load_leaf(const struct topk_problem &problem,
+                                                      uint32_t row, uint32_t leaf,
+                                                      uint32_t leaf_elements,
+                                                      uint64_t (&items)[TREE_ITEMS])
 {
     const int32_t signed_length = problem.lengths[row];
     const uint64_t length = signed_length > 0 ? (uint64_t)signed_length : 0u;
-    const uint64_t start = (uint64_t)chunk * scratch.chunk_elements;
-    uint64_t count = 0;
-    if (start < length) {
-        count = length - start;
-        if (chunk + 1 < scratch.chunks && count > scratch.chunk_elements)
-            count = scratch.chunk_elements;
+    const uint64_t first = (uint64_t)leaf * leaf_elements;
+    uint32_t count = 0;
+    if (first < length)
+        count = (uint32_t)(length - first < leaf_elements ? length - first : leaf_elements);
+    const float *base = row_window(problem, row) + first;
+    const bool aligned = ((uintptr_t)base & 15u) == 0;
+    uint32_t bits[TREE_ITEMS];
+#pragma unroll
+    for (uint32_t g = 0; g < TREE_ITEMS / 4; g++) {
+        const uint32_t element = g * TREE_LEAF_QUANTUM + threadIdx.x * 4;
+        if (aligned && element + 4 <= count) {
+            const float4 quad = __ldg(reinterpret_cast<const float4 *>(base + element));
+            bits[4 * g + 0] = __float_as_uint(quad.x);
+            bits[4 * g + 1] = __float_as_uint(quad.y);
+            bits[4 * g + 2] = __float_as_uint(quad.z);
+            bits[4 * g + 3] = __float_as_uint(quad.w);
+        } else {
+#pragma unroll
+            for (uint32_t j = 0; j < 4; j++)
+                bits[4 * g + j] = element + j < count ? __float_as_uint(__ldg(base + element + j))
+                                                      : TOPK_NEG_INF_BITS;
+        }
     }
-    first = count ? (uint32_t)start : 0u;
-    return make_row_tiles(row_window(problem, row) + first, (uint32_t)count);
+#pragma unroll
+    for (uint32_t g = 0; g < TREE_ITEMS / 4; g++) {
+#pragma unroll
+        for (uint32_t j = 0; j < 4; j++) {
+            const uint32_t element = g * TREE_LEAF_QUANTUM + threadIdx.x * 4 + j;
+            const uint32_t b = bits[4 * g + j];
+            items[4 * g + j] = element < count && is_candidate_bits(b)
+                                   ? make_composite(order_key_bits(b), (uint32_t)first + element)
+                                   : 0;
+        }
+    }
 }
 
-/* Histogram of digit LEVEL over the chunk's candidates matching `prefix` (BITONIC_ROW_BATCH
- * tiles of loads in flight per thread; order does not matter). Returns this thread's count of
- * candidates above the prefix. */
-template <int LEVEL>
-static __device__ uint32_t histogram_chunk(const row_tiles &tiles, uint32_t prefix,
-                                           uint32_t *histogram)
+/* The lists of `children` (<= TREE_MAX_FAN_IN) consecutive nodes from row-level slot
+ * `first_slot`, packed: thread t, item i takes entry s = i * 512 + t of the concatenated lists
+ * (0 past their total, which is at most TREE_CAPACITY). The counts and their prefix sums go
+ * through shared memory first, so that each thread's 16 list loads depend only on a search in
+ * shared memory and are in flight together (one L2 round trip, not one per item). Every thread
+ * must call it. */
+static __device__ __forceinline__ void tree_load_children(const tree_scratch &scratch,
+                                                          uint64_t first_slot, uint32_t children,
+                                                          uint32_t k, tree_shared &shared,
+                                                          uint64_t (&items)[TREE_ITEMS])
 {
-    const uint32_t shift = digit_shift(LEVEL), bins = digit_bins(LEVEL);
-    const uint32_t mask = prefix_mask(LEVEL);
-    uint32_t above = 0;
-    for (uint32_t tile = 0; tile < tiles.count; tile += BITONIC_ROW_BATCH) {
-        tile_items batch[BITONIC_ROW_BATCH];
+    static_assert(TREE_MAX_FAN_IN == 64, "one warp scans the counts, two per lane");
+    if (threadIdx.x < 32) {
+        const uint32_t lane = threadIdx.x, first = 2 * lane, second = first + 1;
+        const uint32_t a = first < children ? __ldcg(&scratch.counts[first_slot + first]) : 0;
+        const uint32_t b = second < children ? __ldcg(&scratch.counts[first_slot + second]) : 0;
+        uint32_t inclusive = a + b;
 #pragma unroll
-        for (uint32_t q = 0; q < BITONIC_ROW_BATCH; q++) {
-            batch[q].valid = 0;
-            if (tile + q < tiles.count)
-                load_tile(tiles, tile + q, batch[q]);
+        for (int offset = 1; offset < 32; offset <<= 1) {
+            const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+            if (lane >= (uint32_t)offset)
+                inclusive += other;
         }
-#pragma unroll
-        for (uint32_t q = 0; q < BITONIC_ROW_BATCH; q++) {
-#pragma unroll
-            for (uint32_t j = 0; j < BITONIC_ITEMS; j++) {
-                uint32_t bits = batch[q].bits[j];
-                if (j < batch[q].valid && is_candidate_bits(bits)) {
-                    uint32_t key = order_key_bits(bits);
-                    uint32_t masked = key & mask;
-                    if (masked == prefix)
-                        histogram_add(histogram, (key >> shift) & (bins - 1));
-                    else if (masked > prefix)
-                        above++;
-                }
-            }
-        }
+        shared.child_first[first] = inclusive - a - b;
+        shared.child_first[second] = inclusive - b;
+        if (lane == 31)
+            shared.children_total = inclusive;
     }
-    return above;
+    __syncthreads();
+    const uint32_t total = shared.children_total;
+    const unsigned long long *lists = reinterpret_cast<const unsigned long long *>(scratch.lists);
+#pragma unroll
+    for (uint32_t i = 0; i < TREE_ITEMS; i++) {
+        const uint32_t s = i * TREE_THREADS + threadIdx.x;
+        uint64_t c = 0;
+        if (s < total) {
+            /* The last child whose first entry is <= s (children with no entries share their
+             * first with the next one, so the last such child is the one holding s). */
+            uint32_t low = 0, high = children - 1;
+            while (low < high) {
+                const uint32_t middle = (low + high + 1) / 2;
+                if (shared.child_first[middle] <= s)
+                    low = middle;
+                else
+                    high = middle - 1;
+            }
+            c = __ldcg(lists + (first_slot + low) * k + (s - shared.child_first[low]));
+        }
+        items[i] = c;
+    }
 }
 
-/* The arrival of a CTA at the row's counter `counter` once its global writes are done. Every
+/* The arrival of a CTA at a parent's counter `counter` once its global writes are done. Every
  * thread must call it; returns true (in every thread) in the CTA that arrived last, which may
- * then read what every other CTA of the row wrote in this kernel (with __ldcg: L2, not a stale
- * L1 line). */
-static __device__ __forceinline__ bool arrive_last(uint32_t *counter, uint32_t chunks,
+ * then read what every other child CTA wrote in this kernel (with __ldcg: L2, not a stale L1
+ * line). The barrier orders the CTA's writes before thread 0's fence and arrival (the pattern of
+ * cooperative groups' grid barrier); one fence per CTA, not one per thread: measured on the
+ * H200, 512 fences cost 1-2 us per tree level. */
+static __device__ __forceinline__ bool arrive_last(uint32_t *counter, uint32_t children,
                                                    uint32_t &is_last)
 {
-    __threadfence(); /* this thread's global writes and atomics before the arrival */
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
-        is_last = atomicAdd(counter, 1u) == chunks - 1 ? 1u : 0u;
+        is_last = atomicAdd(counter, 1u) == children - 1 ? 1u : 0u;
         __threadfence();
     }
     __syncthreads();
-    const bool last = is_last != 0;
-    if (last)
-        __threadfence();
-    return last;
+    return is_last != 0;
 }
 
-/* Round LEVEL of the refinement over every (row, chunk): blockIdx.x = row * chunks + chunk. */
-template <int LEVEL>
-static __global__ void __launch_bounds__(BITONIC_THREADS)
-k_split_round(const struct topk_problem problem, const split_scratch scratch)
+/* Entries of the sort buffer for `value` selected composites (device side of
+ * composite_entries()): a power of two, at least one warp's sort chunk. */
+static __device__ __forceinline__ uint32_t composite_entries_device(uint32_t value)
 {
-    __shared__ bitonic_control control;
-    __shared__ uint32_t is_last;
-    const uint32_t row = blockIdx.x / scratch.chunks, chunk = blockIdx.x % scratch.chunks;
-    const uint32_t bins = digit_bins(LEVEL);
-    split_row_state *state = scratch.states + row;
-    const uint32_t prefix = state->prefix[LEVEL]; /* 0 at level 0 (memset) */
-    uint32_t parity = 0;
+    uint32_t power = BITONIC_MIN_SORT;
+    while (power < value)
+        power <<= 1;
+    return power;
+}
 
-    for (uint32_t i = threadIdx.x; i < bins; i += BITONIC_THREADS)
-        control.histogram[i] = 0;
+/* Buckets the `count` composites of `source` into `dest` by 2048 equal slices of the range
+ * [low, high] of their values: bucket (c - low) >> shift, in descending bucket order, bucket b
+ * at dest[starts[b]], sizes[b] entries. (The bits below the common prefix of low and high would
+ * put a range that crosses a power of two into a handful of buckets.) sizes must be zero on
+ * entry. Afterwards shared.overflow_count holds how many buckets exceed TREE_BUCKET_LIMIT and
+ * shared.overflow_bucket one of them. Returns low and shift, the same in every thread; every
+ * thread must call it. */
+static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint64_t *dest,
+                                   uint32_t *starts, uint32_t *sizes, tree_shared &shared,
+                                   uint32_t &parity, uint64_t &low, uint32_t &shift)
+{
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    uint64_t high = 0;
+    low = ~0ull;
+    for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS) {
+        const uint64_t c = source[e];
+        high = c > high ? c : high;
+        low = c < low ? c : low;
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const uint64_t other_high = __shfl_xor_sync(0xFFFFFFFFu, high, offset);
+        const uint64_t other_low = __shfl_xor_sync(0xFFFFFFFFu, low, offset);
+        high = other_high > high ? other_high : high;
+        low = other_low < low ? other_low : low;
+    }
+    if (lane == 0) {
+        shared.reduce_high[warp] = high;
+        shared.reduce_low[warp] = low;
+    }
     __syncthreads();
-    uint32_t first;
-    const row_tiles tiles = chunk_tiles(problem, row, chunk, scratch, first);
-    const uint32_t above = histogram_chunk<LEVEL>(tiles, prefix, control.histogram);
+    if (threadIdx.x == 0) /* after the barrier: every thread has read the previous call's */
+        shared.overflow_count = 0;
+    for (uint32_t w = 0; w < TREE_WARPS; w++) {
+        high = shared.reduce_high[w] > high ? shared.reduce_high[w] : high;
+        low = shared.reduce_low[w] < low ? shared.reduce_low[w] : low;
+    }
+    const uint32_t range_bits = high > low ? 64u - (uint32_t)__clzll((long long)(high - low)) : 0u;
+    shift = range_bits > 11 ? range_bits - 11 : 0;
+    for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS)
+        atomicAdd(&sizes[(uint32_t)((source[e] - low) >> shift)], 1u);
     __syncthreads();
 
-    const uint64_t chunk_slot = (uint64_t)row * scratch.chunks + chunk;
-    if (LEVEL == 2) {
-        /* Thread t owns bin 1023 - t: a thread-order exclusive sum is the count of higher bins. */
-        const uint32_t bin = SPLIT_LAST_BINS - 1 - threadIdx.x;
-        const uint32_t count = control.histogram[bin];
-        uint32_t total;
-        const uint32_t higher = block_exclusive_sum(count, control, parity, total);
-        scratch.chunk_suffix[chunk_slot * SPLIT_LAST_BINS + bin] = higher + count;
-        uint32_t above_total;
-        block_exclusive_sum(above, control, parity, above_total);
-        if (threadIdx.x == 0)
-            scratch.chunk_above[chunk_slot] = above_total;
+    /* Starts in descending bucket order; sizes become the scatter cursors. */
+    const uint32_t per = BITONIC_BINS / TREE_THREADS, top = BITONIC_BINS - 1 - threadIdx.x * per;
+    uint32_t counts[4], sum = 0;
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++) {
+        counts[j] = j < per ? sizes[top - j] : 0;
+        sum += counts[j];
     }
-    uint32_t *row_histogram =
-        scratch.histograms + (uint64_t)row * SPLIT_HISTOGRAM_WORDS + histogram_offset(LEVEL);
-    for (uint32_t i = threadIdx.x; i < bins; i += BITONIC_THREADS) {
-        const uint32_t count = control.histogram[i];
-        if (count)
-            atomicAdd(&row_histogram[i], count);
-    }
-    if (!arrive_last(&state->arrivals[LEVEL], scratch.chunks, is_last))
-        return; /* uniform */
-
-    /* Last CTA of the row: the row's histogram is complete. */
-    for (uint32_t i = threadIdx.x; i < bins; i += BITONIC_THREADS)
-        control.histogram[i] = __ldcg(&row_histogram[i]);
-    __syncthreads();
-    uint32_t rank = LEVEL == 0 ? problem.shape.k : state->remaining[LEVEL];
-    const uint32_t total = select_bin(control, bins, rank, parity);
-    if (LEVEL == 0 && total < rank) {
-        /* At most k candidates: select all of them, T is the smallest key. */
-        rank = total;
-        if (rank > 0)
-            select_bin(control, bins, rank, parity);
-    }
-    /* Later levels: total = the count of the previous level's bin >= its remaining rank.
-     * rank 0 only for a row without candidates: nothing is selected, T and need stay 0. */
-    if (threadIdx.x == 0) {
-        uint32_t digit = 0, above_bins = 0;
-        if (rank > 0) {
-            digit = control.selected_digit;
-            above_bins = control.selected_above;
+    uint32_t total;
+    uint32_t start = block_exclusive_sum_of<TREE_WARPS>(sum, shared.scan, parity, total);
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++) {
+        if (j < per) {
+            starts[top - j] = start;
+            sizes[top - j] = 0;
+            if (counts[j] > TREE_BUCKET_LIMIT) {
+                atomicAdd(&shared.overflow_count, 1u);
+                shared.overflow_bucket = top - j;
+            }
         }
-        const uint32_t next_prefix = prefix | (digit << digit_shift(LEVEL));
-        const uint32_t next_remaining = rank - above_bins;
-        if (LEVEL == 0)
-            state->selected = rank;
-        if (LEVEL < 2) {
-            state->prefix[LEVEL + 1] = next_prefix;
-            state->remaining[LEVEL + 1] = next_remaining;
-        } else {
-            state->threshold = next_prefix;
-            state->need = next_remaining;
-        }
+        start += counts[j];
     }
+    __syncthreads();
+    for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS) {
+        const uint64_t c = source[e];
+        const uint32_t bucket = (uint32_t)((c - low) >> shift);
+        dest[starts[bucket] + atomicAdd(&sizes[bucket], 1u)] = c;
+    }
+    __syncthreads();
 }
 
-/* Winners (key > T) and ties (key == T) of chunk slot `slot`, from round 2's counts. */
-static __device__ __forceinline__ void chunk_counts(const split_scratch &scratch, uint64_t slot,
-                                                    uint32_t digit, uint32_t &winners,
-                                                    uint32_t &ties)
+/* The root's output without a full sort: a composite's rank is the count of selected composites
+ * in higher buckets (tree_bucket's starts) plus the count of larger ones in its own bucket (a scan
+ * of that bucket). One bucket too large for scans (a run of tied keys at the boundary: ReLU
+ * plateaus) is bucketed again over its own range, which then spreads its members by index.
+ * Every rank is a function of the values alone, so the scatters' atomic cursors do not matter.
+ * On random and ReLU rows this costs a few thousand instructions per warp where the bitonic sort
+ * of 2048 composites costs tens of thousands (docs/PERF.md).
+ * Returns NULL when it wrote the output, else the buffer (`bucketed`, holding the whole
+ * selection) that the caller must sort instead: two or more large buckets, or a large one that
+ * stays large. Every thread must call it; the histogram and shared.sub_sizes must be zero on
+ * entry. `selection` is overwritten. */
+static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &problem,
+                                                   uint32_t row, uint64_t *selection,
+                                                   uint32_t selected, uint64_t *bucketed,
+                                                   tree_shared &shared, uint32_t &parity)
 {
-    const uint32_t *suffix = scratch.chunk_suffix + slot * SPLIT_LAST_BINS;
-    const uint32_t at_or_above = suffix[digit];
-    const uint32_t strictly_above = digit + 1 < SPLIT_LAST_BINS ? suffix[digit + 1] : 0u;
-    winners = scratch.chunk_above[slot] + strictly_above;
-    ties = at_or_above - strictly_above;
+    uint64_t low, sub_low = 0;
+    uint32_t shift, sub_shift = 0;
+    tree_bucket(selection, selected, bucketed, shared.bucket_start, shared.histogram, shared,
+                parity, low, shift);
+    const uint32_t overflows = shared.overflow_count, large = shared.overflow_bucket;
+    if (overflows > 1)
+        return bucketed; /* uniform */
+    if (overflows == 1) {
+        /* The large bucket's members, grouped again by sub-bucket, into `selection`. */
+        tree_bucket(bucketed + shared.bucket_start[large], shared.histogram[large], selection,
+                    shared.sub_start, shared.sub_sizes, shared, parity, sub_low, sub_shift);
+        if (shared.overflow_count)
+            return bucketed; /* uniform */
+    }
+    for (uint32_t e = threadIdx.x; e < selected; e += TREE_THREADS) {
+        const uint64_t c = bucketed[e];
+        const uint32_t bucket = (uint32_t)((c - low) >> shift);
+        uint32_t rank = shared.bucket_start[bucket];
+        const uint64_t *group = bucketed;
+        uint32_t first = rank, end = rank + shared.histogram[bucket];
+        if (overflows == 1 && bucket == large) {
+            const uint32_t sub = (uint32_t)((c - sub_low) >> sub_shift);
+            group = selection;
+            first = shared.sub_start[sub];
+            end = first + shared.sub_sizes[sub];
+            rank += first;
+        }
+        for (uint32_t j = first; j < end; j++)
+            rank += group[j] > c ? 1u : 0u;
+        write_output(problem, row, rank, (int32_t)(0xFFFFFFFFu - (uint32_t)c));
+    }
+    for (uint32_t j = selected + threadIdx.x; j < problem.shape.k; j += TREE_THREADS)
+        write_output(problem, row, j, -1);
+    return NULL;
 }
 
-/* Collection over every (row, chunk), then the sort and output by the last CTA of each row.
- * Dynamic shared memory: the composite buffer (composite_entries(k) entries, a power of two
- * >= k, so that the zero padding of the sort fits). */
-static __global__ void __launch_bounds__(BITONIC_THREADS)
-k_split_collect(const struct topk_problem problem, const split_scratch scratch)
+/* Pass 1 of a tree with parents: the row's histogram of digit 0 (the key's top 11 bits) over its
+ * candidates, summed over its leaves with integer atomics (sums do not depend on their order).
+ * It lets every leaf of pass 2 drop, before selecting anything, the candidates below the bin
+ * that holds the row's k-th largest: they cannot be in the row's top k. On random rows of
+ * 131072 that leaves a few hundred candidates per leaf instead of the leaf's top k, so the
+ * selections up the tree take everything after one histogram (docs/PERF.md). */
+static __global__ void __launch_bounds__(TREE_THREADS)
+k_tree_histogram(const struct topk_problem problem, const tree_scratch scratch)
 {
-    extern __shared__ uint64_t split_composites[];
-    __shared__ bitonic_control control;
-    __shared__ uint32_t is_last;
-    const uint32_t row = blockIdx.x / scratch.chunks, chunk = blockIdx.x % scratch.chunks;
+    __shared__ uint32_t histogram[BITONIC_BINS];
+    const uint32_t leaves = scratch.plan.nodes[0];
+    const uint32_t row = blockIdx.x / leaves, leaf = blockIdx.x % leaves;
+    for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS)
+        histogram[i] = 0;
+    uint64_t items[TREE_ITEMS];
+    tree_load_leaf(problem, row, leaf, scratch.plan.leaf_elements, items);
+    __syncthreads();
+#pragma unroll
+    for (uint32_t i = 0; i < TREE_ITEMS; i++)
+        if (items[i] != 0)
+            atomicAdd(&histogram[(uint32_t)(items[i] >> 53)], 1u);
+    __syncthreads();
+    uint32_t *row_histogram = scratch.row_histograms + (uint64_t)row * BITONIC_BINS;
+    for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS)
+        if (histogram[i])
+            atomicAdd(&row_histogram[i], histogram[i]);
+}
+
+/* The digit-0 bin of the row's k-th largest candidate from pass 1's histogram, or 0 when the row
+ * has at most k candidates (nothing to drop); `kept` receives the row's candidates in that bin
+ * and above. The same in every thread; every thread must call it. */
+static __device__ uint32_t tree_row_floor_bin(const uint32_t *row_histogram, uint32_t k,
+                                              tree_shared &shared, uint32_t &parity,
+                                              uint32_t &kept)
+{
+    const uint32_t per = BITONIC_BINS / TREE_THREADS, top = BITONIC_BINS - 1 - threadIdx.x * per;
+    uint32_t counts[4], sum = 0;
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++) {
+        counts[j] = j < per ? __ldcg(&row_histogram[top - j]) : 0;
+        sum += counts[j];
+    }
+    uint32_t total;
+    uint32_t above = block_exclusive_sum_of<TREE_WARPS>(sum, shared.scan, parity, total);
+    kept = total;
+    if (total <= k) {
+        __syncthreads(); /* the scan's buffer read by all before the next scan writes it */
+        return 0; /* uniform */
+    }
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++) {
+        if (j < per && above < k && k <= above + counts[j]) {
+            shared.selected_digit = top - j;
+            shared.selected_above = above + counts[j]; /* kept: this bin and above */
+        }
+        above += counts[j];
+    }
+    __syncthreads();
+    const uint32_t floor_bin = shared.selected_digit;
+    kept = shared.selected_above;
+    __syncthreads(); /* read by all before tree_select may write them again */
+    return floor_bin;
+}
+
+/* The tree path's one kernel: blockIdx.x = row * leaves + leaf. Dynamic shared memory: the
+ * root's sort buffer and its bucket buffer (composite_entries(k) entries each). */
+static __global__ void __launch_bounds__(TREE_THREADS, 2)
+k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
+{
+    extern __shared__ uint64_t tree_sort_buffer[];
+    __shared__ tree_shared shared;
+    const uint32_t leaves = scratch.plan.nodes[0];
+    const uint32_t row = blockIdx.x / leaves, leaf = blockIdx.x % leaves;
     const uint32_t k = problem.shape.k;
-    split_row_state *state = scratch.states + row;
-    const uint32_t threshold = state->threshold, need = state->need;
-    const uint32_t selected = state->selected;
-    const uint32_t winners_total = selected - need;
-    const uint32_t digit = threshold & (SPLIT_LAST_BINS - 1);
-    const uint64_t row_slot = (uint64_t)row * scratch.chunks;
-    uint64_t *row_candidates = scratch.candidates + (uint64_t)row * k;
+    const uint64_t row_nodes = (uint64_t)row * scratch.plan.nodes_per_row;
     uint32_t parity = 0;
 
-    /* Winners and ties of the chunks before this one (index order), and of this one. */
-    uint32_t winners_partial = 0, ties_partial = 0;
-    for (uint32_t c = threadIdx.x; c < chunk; c += BITONIC_THREADS) {
-        uint32_t winners, ties;
-        chunk_counts(scratch, row_slot + c, digit, winners, ties);
-        winners_partial += winners;
-        ties_partial += ties;
+    for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS) {
+        shared.histogram[i] = 0;
+        shared.sub_sizes[i] = 0;
     }
-    uint32_t winners_before, ties_before;
-    block_exclusive_sum(winners_partial, control, parity, winners_before);
-    block_exclusive_sum(ties_partial, control, parity, ties_before);
-    uint32_t chunk_winners, chunk_ties;
-    chunk_counts(scratch, row_slot + chunk, digit, chunk_winners, chunk_ties);
+    uint64_t items[TREE_ITEMS];
+    tree_load_leaf(problem, row, leaf, scratch.plan.leaf_elements, items);
+    __syncthreads();
+    /* flat: the row's kept candidates fit one CTA, so every leaf reports straight to the root
+     * (one merge instead of a level per fan-in). The same decision in every leaf of the row: it
+     * comes from the row's complete histogram. */
+    bool flat = false;
+    if (scratch.row_histograms) {
+        uint32_t kept;
+        const uint32_t floor_bin = tree_row_floor_bin(
+            scratch.row_histograms + (uint64_t)row * BITONIC_BINS, k, shared, parity, kept);
+#pragma unroll
+        for (uint32_t i = 0; i < TREE_ITEMS; i++)
+            if ((uint32_t)(items[i] >> 53) < floor_bin)
+                items[i] = 0;
+        flat = scratch.plan.levels > 2 && kept <= TREE_CAPACITY && leaves <= TREE_MAX_FAN_IN;
+    }
 
-    const bool has_work = chunk_winners > 0 || (chunk_ties > 0 && ties_before < need);
-    if (has_work) { /* uniform: every thread read the same counts */
-        uint32_t first;
-        const row_tiles tiles = chunk_tiles(problem, row, chunk, scratch, first);
-        uint32_t winners_seen = 0, ties_seen = 0;
-        tile_walker walker(tiles);
-        for (; walker.tile < tiles.count; walker.tile++) {
-            walker.advance(tiles);
-            const uint32_t *bits = walker.current.bits;
-            const uint32_t valid = walker.current.valid;
-            const uint32_t index = first + walker.current.first;
-            uint32_t keys[BITONIC_ITEMS];
-            uint32_t winner_flags = 0, tie_flags = 0;
-#pragma unroll
-            for (uint32_t j = 0; j < BITONIC_ITEMS; j++) {
-                keys[j] = order_key_bits(bits[j]);
-                if (j < valid && is_candidate_bits(bits[j])) {
-                    if (keys[j] > threshold)
-                        winner_flags |= 1u << j;
-                    else if (keys[j] == threshold)
-                        tie_flags |= 1u << j;
-                }
-            }
-            /* Both counts of a tile are at most 4096: one packed scan. */
-            uint32_t tile_total;
-            const uint32_t packed =
-                ((uint32_t)__popc(winner_flags) << 16) | (uint32_t)__popc(tie_flags);
-            const uint32_t before = block_exclusive_sum(packed, control, parity, tile_total);
-            uint32_t winner_slot = winners_before + winners_seen + (before >> 16);
-            uint32_t tie_ordinal = ties_before + ties_seen + (before & 0xFFFFu);
-            /* The slot bounds hold by construction (winners fill [0, winners_total), kept ties
-             * [winners_total, selected), selected <= k); the checks only keep a broken
-             * invariant from writing outside the row's buffer. */
-#pragma unroll
-            for (uint32_t j = 0; j < BITONIC_ITEMS; j++) {
-                if (winner_flags & (1u << j)) {
-                    if (winner_slot < winners_total && winner_slot < k)
-                        row_candidates[winner_slot] = make_composite(keys[j], index + j);
-                    winner_slot++;
-                } else if (tie_flags & (1u << j)) {
-                    const uint32_t slot = winners_total + tie_ordinal;
-                    if (tie_ordinal < need && slot < k)
-                        row_candidates[slot] = make_composite(keys[j], index + j);
-                    tie_ordinal++;
-                }
-            }
-            winners_seen += tile_total >> 16;
-            ties_seen += tile_total & 0xFFFFu;
-            if (winners_seen == chunk_winners &&
-                (ties_seen == chunk_ties || ties_before + ties_seen >= need))
-                break; /* uniform */
+    uint32_t level = 0, node = leaf, selected;
+    uint64_t mask, prefix;
+    for (;;) {
+        selected = tree_select(items, k, shared, parity, mask, prefix);
+        if (level + 1 == scratch.plan.levels)
+            break; /* the root: sorted below */
+        const uint64_t slot = row_nodes + scratch.plan.first_node[level] + node;
+        tree_write(items, mask, prefix, scratch.lists + slot * k, shared, parity);
+        if (threadIdx.x == 0)
+            scratch.counts[slot] = selected;
+        if (flat) {
+            const uint32_t root = scratch.plan.levels - 1;
+            if (!arrive_last(&scratch.arrivals[row_nodes + scratch.plan.first_node[root]], leaves,
+                             shared.is_last))
+                return; /* uniform */
+            tree_load_children(scratch, row_nodes, leaves, k, shared, items);
+            level = root;
+            continue;
         }
+        const uint32_t fan_in = scratch.plan.fan_in, parent = node / fan_in;
+        const uint32_t remaining_children = scratch.plan.nodes[level] - parent * fan_in;
+        const uint32_t children = remaining_children < fan_in ? remaining_children : fan_in;
+        const uint64_t parent_slot = row_nodes + scratch.plan.first_node[level + 1] + parent;
+        if (!arrive_last(&scratch.arrivals[parent_slot], children, shared.is_last))
+            return; /* uniform */
+        tree_load_children(scratch, row_nodes + scratch.plan.first_node[level] + parent * fan_in,
+                           children, k, shared, items);
+        level++;
+        node = parent;
     }
-    if (!arrive_last(&state->arrivals[3], scratch.chunks, is_last))
-        return; /* uniform */
 
-    /* Last CTA of the row: slots [0, selected) are written; sort them as the one-CTA path does.
-     * Zero padding ranks below every real composite (index < 2^31 makes the low word >= 2^31). */
-    for (uint32_t i = threadIdx.x; i < selected; i += BITONIC_THREADS)
-        split_composites[i] =
-            __ldcg(reinterpret_cast<const unsigned long long *>(row_candidates) + i);
+    /* The root: its selection in canonical order, by buckets where they stay small, else by the
+     * one-CTA path's bitonic sort. Zero padding ranks below every real composite (index < 2^31
+     * makes the low word >= 2^31). */
+    tree_write(items, mask, prefix, tree_sort_buffer, shared, parity);
+    __syncthreads();
+    uint64_t *sorted = tree_sort_buffer;
     if (selected > 1) {
-        uint32_t padded = BITONIC_MIN_SORT;
-        while (padded < selected)
-            padded <<= 1;
-        for (uint32_t i = selected + threadIdx.x; i < padded; i += BITONIC_THREADS)
-            split_composites[i] = 0;
+        sorted = tree_output_by_buckets(problem, row, tree_sort_buffer, selected,
+                                        tree_sort_buffer + composite_entries_device(k), shared,
+                                        parity);
+        if (!sorted)
+            return; /* uniform: written by buckets */
+        const uint32_t padded = composite_entries_device(selected);
+        for (uint32_t i = selected + threadIdx.x; i < padded; i += TREE_THREADS)
+            sorted[i] = 0;
         __syncthreads();
-        sort_descending(split_composites, padded);
-    } else {
-        __syncthreads();
+        sort_descending<TREE_THREADS>(sorted, padded);
     }
-    for (uint32_t j = threadIdx.x; j < k; j += BITONIC_THREADS) {
+    for (uint32_t j = threadIdx.x; j < k; j += TREE_THREADS) {
         int32_t index = -1;
         if (j < selected)
-            index = (int32_t)(0xFFFFFFFFu - (uint32_t)split_composites[j]);
+            index = (int32_t)(0xFFFFFFFFu - (uint32_t)sorted[j]);
         write_output(problem, row, j, index);
     }
 }
@@ -1011,11 +1265,10 @@ static size_t bitonic_fixed_smem(uint32_t k)
     return sizeof(struct bitonic_control) + (size_t)composite_entries(k) * sizeof(uint64_t);
 }
 
-/* DSATOPK_BITONIC_SPLIT (a testing knob, docs/BACKENDS.md): auto (default) splits rows of 65536
- * elements or more when they fill at most an eighth of the SMs (where it was measured to win),
- * always splits every shape (one chunk per 4096 elements, so
- * that the GPU suite runs the split path, chunk boundaries included, on every shape), never keeps
- * one CTA per row. Read once per process: scratch_bytes() and launch() must agree. */
+/* DSATOPK_BITONIC_SPLIT (a testing knob, docs/BACKENDS.md): auto (default) runs the tree path
+ * (leaves of 8192 elements) for every k <= 4096 and one CTA per row above; always runs the tree
+ * path with leaves of 2048 elements (deep trees on every shape the GPU suite tries); never keeps
+ * one CTA per row everywhere. Read once per process: scratch_bytes() and launch() must agree. */
 enum split_mode { SPLIT_AUTO, SPLIT_ALWAYS, SPLIT_NEVER, SPLIT_INVALID };
 
 static enum split_mode split_mode_now(void)
@@ -1043,67 +1296,49 @@ static const char *split_env_text(void)
     return text ? text : "";
 }
 
-/* How a shape is cut: chunks == 0 means the one-CTA-per-row path. */
-struct split_plan {
-    uint32_t chunks;
-    uint32_t chunk_elements;
-};
-
-static struct split_plan split_plan_of(const struct gpu_device_info *device,
-                                       const struct topk_shape *shape, enum split_mode mode)
+/* How a shape is cut. Returns false where the tree path does not apply (the one-CTA path runs):
+ * mode never, k of 0 or above TREE_MAX_K, no rows, a tree deeper than TREE_MAX_LEVELS, or a grid
+ * over 2^31 - 1 blocks. `always` cuts leaves of 2048 elements, so that the GPU suite runs deep
+ * trees, leaf boundaries and partial parents on every shape. */
+static bool tree_plan_of(const struct topk_shape *shape, enum split_mode mode,
+                         struct tree_plan *plan)
 {
-    struct split_plan plan = { 0, 0 };
+    memset(plan, 0, sizeof(*plan));
     if (mode != SPLIT_AUTO && mode != SPLIT_ALWAYS)
-        return plan;
-    if (shape->rows == 0 || shape->k == 0 || shape->k > BITONIC_MAX_K)
-        return plan;
-    const uint64_t length = shape->max_length > 0 ? (uint64_t)shape->max_length : 0u;
-    const uint64_t tiles = (length + SPLIT_MIN_CHUNK - 1) / SPLIT_MIN_CHUNK;
-    uint64_t chunks;
-    if (mode == SPLIT_ALWAYS) {
-        chunks = tiles;
-    } else {
-        /* Measured on an H200 (docs/PERF.md, 2026-11-29): the split path wins only where few,
-         * long rows leave most SMs idle (16 x 131072: 52 us against 77 us; 16 x 65536: even);
-         * at 64 rows, or rows of 32768 and fewer, its five serial graph nodes cost more than
-         * they save (64 x 131072: 96 against 78 us; 16 x 8192: 29 against 16 us). So auto
-         * splits only rows of at least 65536 elements when the rows fill at most an eighth of
-         * the SMs. At most two CTAs per SM in all: the round kernels (32 registers, 8.5 KiB of
-         * shared memory) fit two per SM, so the grid is one wave. */
-        const uint64_t sms = device->sm_count > 0 ? (uint64_t)device->sm_count : 1u;
-        if (length < 65536u || (uint64_t)shape->rows * 8u > sms)
-            return plan;
-        const uint64_t target = 2u * sms;
-        chunks = target / shape->rows;
-        if (chunks > tiles)
-            chunks = tiles;
-        if (chunks < 2)
-            return plan;
+        return false;
+    if (shape->rows == 0 || shape->k == 0 || shape->k > TREE_MAX_K || shape->max_length < 0)
+        return false;
+    const uint64_t length = (uint64_t)shape->max_length;
+    plan->leaf_elements = mode == SPLIT_ALWAYS ? TREE_LEAF_QUANTUM : TREE_CAPACITY;
+    uint64_t leaves = (length + plan->leaf_elements - 1) / plan->leaf_elements;
+    if (leaves == 0)
+        leaves = 1;
+    if ((uint64_t)shape->rows * leaves > 0x7FFFFFFFu)
+        return false;
+    plan->fan_in = TREE_CAPACITY / shape->k;
+    if (plan->fan_in > TREE_MAX_FAN_IN)
+        plan->fan_in = TREE_MAX_FAN_IN;
+    uint64_t nodes = leaves;
+    plan->levels = 0;
+    plan->nodes_per_row = 0;
+    for (;;) {
+        if (plan->levels == TREE_MAX_LEVELS)
+            return false;
+        plan->first_node[plan->levels] = plan->nodes_per_row;
+        plan->nodes[plan->levels] = (uint32_t)nodes;
+        plan->nodes_per_row += (uint32_t)nodes;
+        plan->levels++;
+        if (nodes == 1)
+            return true;
+        nodes = (nodes + plan->fan_in - 1) / plan->fan_in;
     }
-    if (chunks < 1)
-        chunks = 1;
-    if (chunks > SPLIT_MAX_CHUNKS)
-        chunks = SPLIT_MAX_CHUNKS;
-    /* Chunks of whole tiles (a multiple of 4 keeps every chunk's 16-byte alignment the row's). */
-    uint64_t elements = (length + chunks - 1) / chunks;
-    elements = (elements + SPLIT_MIN_CHUNK - 1) / SPLIT_MIN_CHUNK * SPLIT_MIN_CHUNK;
-    if (elements == 0)
-        elements = SPLIT_MIN_CHUNK;
-    chunks = length ? (length + elements - 1) / elements : 1u;
-    if (mode == SPLIT_AUTO && chunks < 2)
-        return plan;
-    if ((uint64_t)shape->rows * chunks > 0x7FFFFFFFu)
-        return plan; /* the flattened grid would exceed 2^31 - 1 blocks */
-    plan.chunks = (uint32_t)chunks;
-    plan.chunk_elements = (uint32_t)elements;
-    return plan;
 }
 
-/* Byte offsets in the scratch of the split path. The state and the histograms come first: they
- * are the only part that must start at zero (one cudaMemsetAsync per call); the rest is written
- * before it is read within the call. */
-struct split_layout {
-    size_t states, histograms, zeroed_bytes, chunk_above, chunk_suffix, candidates, total;
+/* Byte offsets in the tree path's scratch. The arrival counters come first: they are the only
+ * part that must start at zero (one cudaMemsetAsync per call); counts and lists are written
+ * before they are read within the call. A one-level tree (rows of at most one leaf) needs none. */
+struct tree_layout {
+    size_t arrivals, row_histograms, counts, lists, zeroed_bytes, total;
 };
 
 static size_t align_up(size_t value, size_t alignment)
@@ -1111,20 +1346,60 @@ static size_t align_up(size_t value, size_t alignment)
     return (value + alignment - 1) / alignment * alignment;
 }
 
-static struct split_layout split_layout_of(const struct topk_shape *shape,
-                                           const struct split_plan *plan)
+static struct tree_layout tree_layout_of(const struct topk_shape *shape,
+                                         const struct tree_plan *plan)
 {
-    struct split_layout layout;
-    const size_t rows = shape->rows, chunk_slots = rows * plan->chunks;
-    layout.states = 0;
-    layout.histograms = align_up(rows * sizeof(struct split_row_state), 256);
-    layout.zeroed_bytes = layout.histograms + rows * SPLIT_HISTOGRAM_WORDS * sizeof(uint32_t);
-    layout.chunk_above = align_up(layout.zeroed_bytes, 256);
-    layout.chunk_suffix = align_up(layout.chunk_above + chunk_slots * sizeof(uint32_t), 256);
-    layout.candidates =
-        align_up(layout.chunk_suffix + chunk_slots * SPLIT_LAST_BINS * sizeof(uint32_t), 256);
-    layout.total = layout.candidates + rows * shape->k * sizeof(uint64_t);
+    struct tree_layout layout = { 0, 0, 0, 0, 0, 0 };
+    if (plan->levels <= 1)
+        return layout;
+    const size_t slots = (size_t)shape->rows * plan->nodes_per_row;
+    layout.arrivals = 0;
+    layout.row_histograms = align_up(slots * sizeof(uint32_t), 256);
+    layout.zeroed_bytes = layout.row_histograms + (size_t)shape->rows * BITONIC_BINS * sizeof(uint32_t);
+    layout.counts = align_up(layout.zeroed_bytes, 256);
+    layout.lists = align_up(layout.counts + slots * sizeof(uint32_t), 256);
+    layout.total = layout.lists + slots * shape->k * sizeof(uint64_t);
     return layout;
+}
+
+/* The tree path: a memset and the pass-1 histogram (when the tree has parents), then the tree
+ * kernel, on the stream, nothing else (capturable). */
+static int tree_launch(const struct topk_problem *problem, const struct tree_plan *plan,
+                       cudaStream_t stream, struct audit_error *err)
+{
+    const struct topk_shape *shape = &problem->shape;
+    const struct tree_layout layout = tree_layout_of(shape, plan);
+    if (layout.total && (!problem->scratch || problem->scratch_bytes < layout.total))
+        return audit_fail(err, AUDIT_EUSAGE,
+                          "bitonic: scratch of %zu B given, this shape needs %zu B "
+                          "(rows cut into %u leaves; ask scratch_bytes())",
+                          problem->scratch ? problem->scratch_bytes : (size_t)0, layout.total,
+                          plan->nodes[0]);
+    tree_scratch scratch;
+    memset(&scratch, 0, sizeof(scratch));
+    scratch.plan = *plan;
+    if (layout.total) {
+        char *base = static_cast<char *>(problem->scratch);
+        scratch.arrivals = reinterpret_cast<uint32_t *>(base + layout.arrivals);
+        scratch.counts = reinterpret_cast<uint32_t *>(base + layout.counts);
+        scratch.lists = reinterpret_cast<uint64_t *>(base + layout.lists);
+        scratch.row_histograms = reinterpret_cast<uint32_t *>(base + layout.row_histograms);
+    }
+    const unsigned int blocks = (unsigned int)(shape->rows * plan->nodes[0]); /* < 2^31 (plan) */
+    if (layout.total) {
+        CUDA_TRY(cudaMemsetAsync(problem->scratch, 0, layout.zeroed_bytes, stream), err);
+        if (scratch.row_histograms) {
+            k_tree_histogram<<<blocks, TREE_THREADS, 0, stream>>>(*problem, scratch);
+            CUDA_TRY(cudaGetLastError(), err);
+        }
+    }
+    const size_t smem = 2 * (size_t)composite_entries(shape->k) * sizeof(uint64_t);
+    CUDA_TRY(cudaFuncSetAttribute(k_tree_topk, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  (int)smem),
+             err);
+    k_tree_topk<<<blocks, TREE_THREADS, smem, stream>>>(*problem, scratch);
+    CUDA_TRY(cudaGetLastError(), err);
+    return 0;
 }
 
 static int bitonic_supports(const struct gpu_device_info *device, const struct topk_shape *shape,
@@ -1166,17 +1441,17 @@ static int bitonic_supports(const struct gpu_device_info *device, const struct t
                  device->smem_emulated ? " (emulated)" : "");
         return 0;
     }
-    const struct split_plan plan = split_plan_of(device, shape, split_mode_now());
-    if (plan.chunks)
+    struct tree_plan plan;
+    if (tree_plan_of(shape, split_mode_now(), &plan))
         snprintf(reason, reason_bytes,
-                 "needs %zu B of shared memory per block (%zu B available); rows split into %u "
-                 "chunks of %u elements, %zu B of scratch",
-                 required, device->smem_per_block_optin, plan.chunks, plan.chunk_elements,
-                 split_layout_of(shape, &plan).total);
+                 "rows cut into %u leaves of %u elements merged %u at a time (%u levels), "
+                 "%zu B of scratch",
+                 plan.nodes[0], plan.leaf_elements, plan.fan_in, plan.levels,
+                 tree_layout_of(shape, &plan).total);
     else
         snprintf(reason, reason_bytes,
-                 "needs %zu B of shared memory per block (%zu B available); stages threshold "
-                 "bins of up to %zu candidates",
+                 "one block per row: needs %zu B of shared memory per block (%zu B available); "
+                 "stages threshold bins of up to %zu candidates",
                  required, device->smem_per_block_optin,
                  (device->smem_per_block_optin - required) / sizeof(uint64_t));
     return 1;
@@ -1185,49 +1460,11 @@ static int bitonic_supports(const struct gpu_device_info *device, const struct t
 static size_t bitonic_scratch_bytes(const struct gpu_device_info *device,
                                     const struct topk_shape *shape)
 {
-    const struct split_plan plan = split_plan_of(device, shape, split_mode_now());
-    if (!plan.chunks)
+    (void)device;
+    struct tree_plan plan;
+    if (!tree_plan_of(shape, split_mode_now(), &plan))
         return 0; /* one CTA per row: everything lives in shared memory */
-    return split_layout_of(shape, &plan).total;
-}
-
-/* The split path: a memset and four kernels on the stream, nothing else (capturable). */
-static int split_launch(const struct topk_problem *problem, const struct split_plan *plan,
-                        cudaStream_t stream, struct audit_error *err)
-{
-    const struct topk_shape *shape = &problem->shape;
-    const struct split_layout layout = split_layout_of(shape, plan);
-    if (!problem->scratch || problem->scratch_bytes < layout.total)
-        return audit_fail(err, AUDIT_EUSAGE,
-                          "bitonic: scratch of %zu B given, this shape needs %zu B "
-                          "(rows split into %u chunks; ask scratch_bytes())",
-                          problem->scratch ? problem->scratch_bytes : (size_t)0, layout.total,
-                          plan->chunks);
-    char *base = static_cast<char *>(problem->scratch);
-    split_scratch scratch;
-    scratch.states = reinterpret_cast<split_row_state *>(base + layout.states);
-    scratch.histograms = reinterpret_cast<uint32_t *>(base + layout.histograms);
-    scratch.chunk_above = reinterpret_cast<uint32_t *>(base + layout.chunk_above);
-    scratch.chunk_suffix = reinterpret_cast<uint32_t *>(base + layout.chunk_suffix);
-    scratch.candidates = reinterpret_cast<uint64_t *>(base + layout.candidates);
-    scratch.chunks = plan->chunks;
-    scratch.chunk_elements = plan->chunk_elements;
-    const unsigned int blocks = (unsigned int)(shape->rows * plan->chunks); /* < 2^31 (plan) */
-    const size_t smem = (size_t)composite_entries(shape->k) * sizeof(uint64_t);
-
-    CUDA_TRY(cudaMemsetAsync(base, 0, layout.zeroed_bytes, stream), err);
-    k_split_round<0><<<blocks, BITONIC_THREADS, 0, stream>>>(*problem, scratch);
-    CUDA_TRY(cudaGetLastError(), err);
-    k_split_round<1><<<blocks, BITONIC_THREADS, 0, stream>>>(*problem, scratch);
-    CUDA_TRY(cudaGetLastError(), err);
-    k_split_round<2><<<blocks, BITONIC_THREADS, 0, stream>>>(*problem, scratch);
-    CUDA_TRY(cudaGetLastError(), err);
-    CUDA_TRY(cudaFuncSetAttribute(k_split_collect, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  (int)smem),
-             err);
-    k_split_collect<<<blocks, BITONIC_THREADS, smem, stream>>>(*problem, scratch);
-    CUDA_TRY(cudaGetLastError(), err);
-    return 0;
+    return tree_layout_of(shape, &plan).total;
 }
 
 static int bitonic_launch(const struct topk_problem *problem, const struct gpu_device_info *device,
@@ -1246,9 +1483,9 @@ static int bitonic_launch(const struct topk_problem *problem, const struct gpu_d
     if (!problem->scores || !problem->lengths || !problem->out ||
         (shape->has_page_table && (!problem->page_table || !problem->raw_out)))
         return audit_fail(err, AUDIT_EUSAGE, "bitonic: missing device pointer in the problem");
-    const struct split_plan plan = split_plan_of(device, shape, split_mode_now());
-    if (plan.chunks)
-        return split_launch(problem, &plan, stream, err);
+    struct tree_plan plan;
+    if (tree_plan_of(shape, split_mode_now(), &plan))
+        return tree_launch(problem, &plan, stream, err);
     const size_t fixed = bitonic_fixed_smem(shape->k);
     /* The rest of the block's shared memory stages threshold bins; no more than the longest
      * row needs, so short rows leave room for more resident blocks. */
@@ -1274,9 +1511,10 @@ extern "C" const struct topk_backend topk_backend_bitonic = {
     true,  /* smallest_index_ties */
     true,  /* canonical_order */
     false, /* index_ascending */
-    "k <= 8192 (8 * max(64, next_pow2(k)) + 8464 B of shared memory per block); rows up to "
-    "2^31 - 1 elements; one 1024-thread block per row, or rows split over several blocks when "
-    "rows are few and long (scratch: 20536 B per row + 4 KiB per chunk + 8 B per output slot)",
+    "k <= 8192; rows up to 2^31 - 1 elements; k <= 4096: rows cut into leaves of 8192 elements "
+    "(one 512-thread block each) merged up a tree (scratch: (8 k + 8) B per leaf and parent "
+    "node, 8 KiB per row); k > 4096: one 1024-thread block per row "
+    "(8 * next_pow2(k) + 8464 B of shared memory)",
     bitonic_supports,
     bitonic_scratch_bytes,
     bitonic_launch,
