@@ -152,6 +152,7 @@ static void test_faulty_plugins_load(void **state)
         { "plugin_hang", "faulty-hang", TOPK_NOT_GUARANTEED, false, 0 },
         { "plugin_arrival", "faulty-arrival", TOPK_RUN_TO_RUN, true, 0 },
         { "host_crash", "faulty-crash", TOPK_RUN_TO_RUN, true, 4 * 64 },
+        { "host_oom", "faulty-oom", TOPK_RUN_TO_RUN, true, (size_t)1 << 40 },
     };
     struct gpu_device_info device = h200();
     struct topk_shape shape = shape_of(4, 64);
@@ -167,7 +168,7 @@ static void test_faulty_plugins_load(void **state)
         assert_int_equal(backend->supports(&device, &shape, reason, sizeof(reason)), 1);
         assert_int_equal(backend->scratch_bytes(&device, &shape), faulty[i].scratch_bytes);
     }
-    assert_int_equal(plugin_count(), 5);
+    assert_int_equal(plugin_count(), 6);
 }
 
 /* ---- the adapter ---------------------------------------------------------------------------- */

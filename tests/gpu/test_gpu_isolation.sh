@@ -7,8 +7,17 @@
 #   faulty-wrong    status ok, wrong_set violations, verdict fail
 #   faulty-arrival  status ok, tie-rule or order violations (arrival order), verdict fail
 #   bitonic         still ok and pass on every record, after each fault
-# and the run exits 1 with a complete report and no process left behind. Then a run stopped by
-# SIGINT while a backend hangs exits 130 with a report marked incomplete.
+# and the run exits 1 with a complete report and no process left behind. Then:
+# - GPU out of memory: faulty-oom (host_oom.so) asks for 1 TiB of scratch; `run` with it and
+#   bitonic exits 1 (a backend hit an error), faulty-oom is `error` naming the capture file, the
+#   record, the backend, the bytes and cudaErrorMemoryAllocation, and bitonic, next in the same
+#   worker, still passes;
+# - host-side faults: faulty-oom, faulty-crash (host_crash.so: launch() writes through NULL) and
+#   faulty-hang with DSATOPK_PLUGIN_HANG=host (launch() never returns), each followed by a
+#   well-behaved backend (bitonic, sort, example-simple) that must still pass: status error,
+#   crash (SIGSEGV) and hang (after --timeout), exit 1, no process left behind;
+# - a run stopped by SIGINT while a backend hangs exits 130 with a report marked incomplete.
+# shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/../cli/lib.sh"
 PLUGINS=${2:?usage: test_gpu_isolation.sh BINARY PLUGIN_BUILD_DIR}
 
@@ -21,7 +30,7 @@ if grep -qiE 'no (cuda )?device|insufficient' "$TMP/devices.txt"; then
     echo "SKIP: dsatopk-audit devices reports no usable CUDA device:"; sed 's/^/    /' "$TMP/devices.txt"
     exit 77
 fi
-for name in plugin_hang plugin_oob plugin_wrong plugin_arrival; do
+for name in plugin_hang plugin_oob plugin_wrong plugin_arrival host_crash host_oom example_plugin; do
     if [ ! -f "$PLUGINS/$name.so" ]; then
         fail "$PLUGINS/$name.so is not built"
         finish
@@ -31,12 +40,15 @@ done
 
 # Two records with boundary ties (arrival order shows there), small enough to replay fast.
 CAPTURE="$TMP/small.bin"
+# shellcheck disable=SC2015 # the second synth only runs after the first; either failing stops
 "$AUDIT" synth -f tie -b 8 -L 4096 -k 64 --ties 16 -o "$CAPTURE" >/dev/null &&
     "$AUDIT" synth -f tie -b 8 -L 4096 -k 64 --ties 16 --seed 1 -a -o "$CAPTURE" >/dev/null ||
     { fail "synth could not make the capture"; finish; exit 1; }
 
 # No worker of an earlier test is still around (the binary's children are what we look for).
 children_of_audit() { pgrep -f -- "$AUDIT run" | grep -vx "$$" || true; }
+# of NAME: the entries of backend NAME in every record, as a Python expression.
+of() { echo "[b for r in j['records'] for b in r['backends'] if b['name'] == '$1']"; }
 
 R="$TMP/faults.json"
 START=$(date +%s)
@@ -53,8 +65,6 @@ echo "# took $((END - START)) s"
 if [ -f "$R" ]; then
     json_check "$R" 'j["complete"] is True and j["exit_code"] == 1 and len(j["records"]) == 2' \
         "the report is complete, has both records and records exit code 1"
-    # of NAME: the entries of backend NAME in every record, as a Python expression.
-    of() { echo "[b for r in j['records'] for b in r['backends'] if b['name'] == '$1']"; }
     json_check "$R" "all(b['status'] == 'ok' and b['verdict'] == 'pass' for b in $(of bitonic)) and len($(of bitonic)) == 2" \
         "bitonic still passes on every record"
     json_check "$R" "all(b['status'] == 'hang' and b['verdict'] == 'fail' and 'timeout' in b['reason'] for b in $(of faulty-hang)) and len($(of faulty-hang)) == 2" \
@@ -75,8 +85,76 @@ fi
 expect_grep 'faulty-hang .*hang' "$TMP/table.txt" "the table shows the hang"
 sleep 1
 LEFT=$(children_of_audit)
+# shellcheck disable=SC2086 # $LEFT: one pid per word
 if [ -z "$LEFT" ]; then pass "no process of the run is left"; else
     fail "processes left behind: $LEFT"; ps -o pid,ppid,stat,cmd -p $LEFT; fi
+
+# GPU out of memory: 1 TiB of scratch for faulty-oom. The allocation fails without poisoning the
+# context, so the worker goes on with bitonic; exit 1 is "a backend hit an error" (docs/REPORT.md).
+R3="$TMP/oom.json"
+"$AUDIT" run --reps 3 --timeout 60 --noise none --out "$R3" --plugin "$PLUGINS/host_oom.so" \
+    --backends faulty-oom,bitonic "$CAPTURE" >"$TMP/oom.txt" 2>"$TMP/oom.err"
+OOM_EXIT=$?
+cat "$TMP/oom.txt"; sed 's/^/    stderr: /' "$TMP/oom.err" | head -20
+if [ "$OOM_EXIT" -eq 1 ]; then pass "out of memory: exit 1"; else fail "out of memory: exit $OOM_EXIT, wanted 1"; fi
+# oom_named: the reason names the capture file, the record, the backend, the bytes and the error.
+oom_named="b['reason'] is not None and r['file'] in b['reason'] and ('record %d, backend faulty-oom' % r['index']) in b['reason'] and '1099511627776 bytes for the scratch' in b['reason'] and 'cudaErrorMemoryAllocation' in b['reason']"
+if [ -f "$R3" ]; then
+    json_check "$R3" 'j["complete"] is True and j["exit_code"] == 1 and len(j["records"]) == 2' \
+        "out of memory: the report is complete, has both records and records exit code 1"
+    json_check "$R3" "all(b['status'] == 'error' and b['verdict'] == 'fail' and b['scratch_bytes'] == 2**40 and $oom_named for r in j['records'] for b in r['backends'] if b['name'] == 'faulty-oom') and len($(of faulty-oom)) == 2" \
+        "out of memory: faulty-oom is 'error' naming file, record, backend, 1099511627776 bytes and cudaErrorMemoryAllocation, verdict fail"
+    json_check "$R3" "all(b['status'] == 'ok' and b['verdict'] == 'pass' for b in $(of bitonic)) and len($(of bitonic)) == 2" \
+        "out of memory: bitonic, next in the same worker, still passes on every record"
+    json_check "$R3" 'j["summary"]["status"]["error"] == 2 and j["summary"]["status"]["ok"] == 2 and j["summary"]["status"]["cuda_error"] + j["summary"]["status"]["crash"] + j["summary"]["status"]["hang"] + j["summary"]["status"]["skipped"] == 0' \
+        "out of memory: the summary counts 2 error and 2 ok, nothing lost, crashed or skipped"
+else
+    fail "out of memory: no report at $R3"
+fi
+expect_grep 'faulty-oom .* error ' "$TMP/oom.txt" "out of memory: the table shows the error"
+expect_grep 'cudaErrorMemoryAllocation' "$TMP/oom.txt" "out of memory: the table prints the reason"
+
+# Host-side faults through `run`: out of memory, a crash in launch() and a launch() that never
+# returns (DSATOPK_PLUGIN_HANG=host), each followed by a well-behaved backend that must still pass.
+R4="$TMP/host-faults.json"
+START=$(date +%s)
+DSATOPK_PLUGIN_HANG=host "$AUDIT" run --reps 3 --timeout 15 --noise none --out "$R4" \
+    --plugin "$PLUGINS/host_oom.so" --plugin "$PLUGINS/host_crash.so" \
+    --plugin "$PLUGINS/plugin_hang.so" --plugin "$PLUGINS/example_plugin.so" \
+    --backends faulty-oom,bitonic,faulty-crash,sort,faulty-hang,example-simple \
+    "$CAPTURE" >"$TMP/host.txt" 2>"$TMP/host.err"
+HOST_EXIT=$?
+END=$(date +%s)
+cat "$TMP/host.txt"; sed 's/^/    stderr: /' "$TMP/host.err" | head -20
+if [ "$HOST_EXIT" -eq 1 ]; then pass "host-side faults: exit 1"; else fail "host-side faults: exit $HOST_EXIT, wanted 1"; fi
+echo "# took $((END - START)) s"
+# Two 15 s hangs and six worker start-ups: far less than the hang would take without the watchdog.
+if [ $((END - START)) -lt 120 ]; then pass "host-side faults: the run ends in $((END - START)) s (< 120)"; else
+    fail "host-side faults: the run took $((END - START)) s"; fi
+if [ -f "$R4" ]; then
+    json_check "$R4" 'j["complete"] is True and j["exit_code"] == 1 and len(j["records"]) == 2 and all([b["name"] for b in r["backends"]] == ["faulty-oom", "bitonic", "faulty-crash", "sort", "faulty-hang", "example-simple"] for r in j["records"])' \
+        "host-side faults: the report is complete, both records list the six backends in order, exit code 1"
+    json_check "$R4" "all(b['status'] == 'ok' and b['verdict'] == 'pass' for r in j['records'] for b in r['backends'] if b['name'] in ('bitonic', 'sort', 'example-simple')) and len($(of bitonic) + $(of sort) + $(of example-simple)) == 6" \
+        "host-side faults: bitonic (after out of memory), sort (after the crash) and example-simple (after the hang) pass on every record"
+    json_check "$R4" "all(b['status'] == 'error' and b['verdict'] == 'fail' and $oom_named for r in j['records'] for b in r['backends'] if b['name'] == 'faulty-oom') and len($(of faulty-oom)) == 2" \
+        "host-side faults: faulty-oom is 'error' naming file, record, backend, bytes and cudaErrorMemoryAllocation"
+    json_check "$R4" "all(b['status'] == 'crash' and b['verdict'] == 'fail' and 'SIGSEGV' in b['reason'] and ('record %d, backend faulty-crash' % r['index']) in b['reason'] for r in j['records'] for b in r['backends'] if b['name'] == 'faulty-crash') and len($(of faulty-crash)) == 2" \
+        "host-side faults: faulty-crash is 'crash' with SIGSEGV, naming record and backend, verdict fail"
+    json_check "$R4" "all(b['status'] == 'hang' and b['verdict'] == 'fail' and 'timeout' in b['reason'] and '--timeout 15' in b['reason'] and ('record %d, backend faulty-hang' % r['index']) in b['reason'] for r in j['records'] for b in r['backends'] if b['name'] == 'faulty-hang') and len($(of faulty-hang)) == 2" \
+        "host-side faults: faulty-hang (launch() never returns) is 'hang' after --timeout 15, verdict fail"
+    json_check "$R4" 'all(j["summary"]["status"].get(s, 0) == n for s, n in {"ok": 6, "error": 2, "hang": 2, "crash": 2, "cuda_error": 0, "skipped": 0, "unsupported": 0, "unavailable": 0}.items())' \
+        "host-side faults: the summary counts 6 ok, 2 error, 2 crash, 2 hang"
+else
+    fail "host-side faults: no report at $R4"
+fi
+expect_grep 'faulty-crash .* crash ' "$TMP/host.txt" "host-side faults: the table shows the crash"
+expect_grep 'contained faults: 2 hang, 2 crash, 0 cuda_error' "$TMP/host.txt" \
+    "host-side faults: the table counts 2 hang and 2 crash"
+sleep 1
+LEFT=$(children_of_audit)
+# shellcheck disable=SC2086 # $LEFT: one pid per word
+if [ -z "$LEFT" ]; then pass "host-side faults: no process of the run is left"; else
+    fail "host-side faults: processes left behind: $LEFT"; ps -o pid,ppid,stat,cmd -p $LEFT; fi
 
 # Ctrl-C while a backend hangs: the workers are killed, the report says incomplete.
 R2="$TMP/interrupted.json"
@@ -98,6 +176,7 @@ else
 fi
 sleep 1
 LEFT=$(children_of_audit)
+# shellcheck disable=SC2086 # $LEFT: one pid per word
 if [ -z "$LEFT" ]; then pass "SIGINT: no process of the run is left"; else
     fail "SIGINT: processes left behind: $LEFT"; ps -o pid,ppid,stat,cmd -p $LEFT; fi
 

@@ -18,7 +18,11 @@
  *   HOST_PLUGIN_ENV_NAME     named by $HOST_PLUGIN_NAME at each dsatopk_plugin_entry() call, so
  *                            that one file can fill every slot of the loader
  *   HOST_PLUGIN_CRASH        "faulty-crash": launch() writes through a NULL pointer (SIGSEGV in
- *                            the host process), the crash fault of docs/RELIABILITY.md */
+ *                            the host process), the crash fault of docs/RELIABILITY.md
+ *   HOST_PLUGIN_OOM          "faulty-oom": scratch_bytes() asks for 1 TiB (HOST_PLUGIN_OOM_BYTES),
+ *                            more device memory than any GPU has: the caller's cudaMalloc fails
+ *                            with cudaErrorMemoryAllocation before launch() is ever called, the
+ *                            out-of-memory fault of docs/RELIABILITY.md */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +32,9 @@
 #ifndef HOST_PLUGIN_NAME
 #define HOST_PLUGIN_NAME "host-good"
 #endif
+
+/* 2^40 bytes: no GPU has a terabyte of device memory (an H200 has 141 GB). */
+#define HOST_PLUGIN_OOM_BYTES ((uint64_t)1 << 40)
 
 /* What the last launch received (the test looks it up with dlsym). */
 DSATOPK_PLUGIN_EXPORT struct dsatopk_plugin_problem host_plugin_last_problem;
@@ -58,7 +65,12 @@ static uint64_t host_scratch_bytes(const struct dsatopk_plugin_device *device,
                                    const struct dsatopk_plugin_shape *shape)
 {
     (void)device;
+#ifdef HOST_PLUGIN_OOM
+    (void)shape;
+    return HOST_PLUGIN_OOM_BYTES;
+#else
     return (uint64_t)shape->rows * 64;
+#endif
 }
 
 __attribute__((unused)) static int host_launch(const struct dsatopk_plugin_problem *problem,

@@ -14,12 +14,16 @@
  *   plugin_hang     the child still running at the deadline, killed (kernel spin, and with
  *                   DSATOPK_PLUGIN_HANG=host a launch that never returns)
  *   host_crash      the child killed by SIGSEGV inside launch()
+ *   host_oom        scratch of 1 TiB: the allocation fails with cudaErrorMemoryAllocation, which
+ *                   is the backend's error naming the record, backend and bytes; the child exits
  * The parent never initialises CUDA (a process must not use CUDA across fork), so the device
  * probe runs in a child too.
  *
- * Usage: test_gpu_plugins PLUGIN_DIR [--verbose] [--only NAME]. --only runs the cases of the
- * plugins whose file name contains NAME (e.g. under compute-sanitizer: --only example_plugin).
- * Exit 0 all expectations met, 1 not, 77 no device. */
+ * Usage: test_gpu_plugins PLUGIN_DIR [--verbose] [--only NAME] [--k N]. --only runs the cases of
+ * the plugins whose file name contains NAME (e.g. under compute-sanitizer: --only example_plugin);
+ * --k runs the example plugin's cases at k = N only (default: 1, 100 and 2048), which keeps the
+ * number of child processes down under compute-sanitizer (scripts/device-check.sh
+ * sanitize-plugins). Exit 0 all expectations met, 1 not, 2 usage, 77 no device. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -51,6 +55,7 @@ static const char *plugin_dir;
 static bool verbose;
 static int child_out_fd = -1; /* in a child: the pipe its result line goes to */
 static const char *only;      /* --only: a substring of the plugin file names to run */
+static uint32_t only_k;       /* --k: the example plugin's one k (0: all of them) */
 
 /* What a child reports, one line: status, distinct outputs, rows with wrong_set, with tie_rule,
  * with any other violation (summed over reps), verdict, graph replay fine (1/0), reason. */
@@ -238,7 +243,7 @@ static void expect(bool condition, const char *what, const struct outcome *outco
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: test_gpu_plugins PLUGIN_DIR [--verbose] [--only NAME]\n");
+        fprintf(stderr, "usage: test_gpu_plugins PLUGIN_DIR [--verbose] [--only NAME] [--k N]\n");
         return 2;
     }
     plugin_dir = argv[1];
@@ -247,6 +252,15 @@ int main(int argc, char **argv)
             verbose = true;
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
+        } else if (strcmp(argv[i], "--k") == 0 && i + 1 < argc) {
+            char *end;
+            unsigned long value = strtoul(argv[++i], &end, 10);
+            if (!*argv[i] || *end || value == 0 || value > CAPTURE_MAX_K) {
+                fprintf(stderr, "test_gpu_plugins: --k: expected 1..%u: %s\n", CAPTURE_MAX_K,
+                        argv[i]);
+                return 2;
+            }
+            only_k = (uint32_t)value;
         } else {
             fprintf(stderr, "test_gpu_plugins: unknown argument '%s'\n", argv[i]);
             return 2;
@@ -268,11 +282,14 @@ int main(int argc, char **argv)
     char what[256];
     for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
         for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
-            if (!run_replay(&outcome, "example_plugin", families[f], ks[i], true,
+            const uint32_t k = only_k ? only_k : ks[i];
+            if (only_k && i > 0)
+                break;
+            if (!run_replay(&outcome, "example_plugin", families[f], k, true,
                             CASE_DEADLINE_SECONDS))
                 continue;
             snprintf(what, sizeof(what), "example_plugin %s k=%u: clean pass, graph too",
-                     families[f], ks[i]);
+                     families[f], k);
             expect(outcome.exited && strcmp(outcome.status, "ok") == 0 &&
                        strcmp(outcome.verdict, "pass") == 0 && outcome.distinct == 1 &&
                        outcome.wrong_set == 0 && outcome.tie_rule == 0 &&
@@ -311,6 +328,19 @@ int main(int argc, char **argv)
     if (run_replay(&outcome, "host_crash", "random", 100, false, CASE_DEADLINE_SECONDS))
         expect(!outcome.exited && !outcome.timed_out && outcome.signal_number == SIGSEGV,
                "host_crash: the child dies of SIGSEGV in launch()", &outcome);
+
+    /* The caller allocates the scratch: 1 TiB fails (not sticky), which is the backend's error
+     * with the CUDA error name, the bytes, the record and the backend; the child goes on and
+     * exits normally. */
+    if (run_replay(&outcome, "host_oom", "random", 100, false, CASE_DEADLINE_SECONDS))
+        expect(outcome.exited && outcome.exit_code == 0 && strcmp(outcome.status, "error") == 0 &&
+                   strcmp(outcome.verdict, "fail") == 0 &&
+                   strstr(outcome.line, "cudaErrorMemoryAllocation") &&
+                   strstr(outcome.line, "1099511627776 bytes") &&
+                   strstr(outcome.line, "record 0, backend faulty-oom"),
+               "host_oom: 1 TiB of scratch is the backend's error (cudaErrorMemoryAllocation), "
+               "naming record, backend and bytes; the child exits",
+               &outcome);
 
     printf("%s: %d failure(s)\n", failures ? "FAILED" : "passed", failures);
     return failures ? 1 : 0;
