@@ -62,6 +62,9 @@ static const char run_usage[] =
     "                           '-' writes it to stdout and the table to stderr)\n"
     "  --dump-outputs DIR       write each rep's output as DIR/<stem>-r<record>-<backend>-rep<NN>.bin\n"
     "                           (raw little-endian int32 rows x k: sha256sum equals the report)\n"
+    "  --no-gpu-prefilter       copy back, SHA-256 and look up every rep's output (default: a rep\n"
+    "                           whose per-row 64-bit GPU hashes match an output already seen is\n"
+    "                           counted as that output without copying it back)\n"
     "  --seed N                 seed of the --batch-invariance shuffles (default 0)\n"
     "  --records LIST           only these records of each file (e.g. 0,3-5)\n"
     "  --rows LIST              only these rows of each record (row numbers stay those of the file)\n"
@@ -123,6 +126,7 @@ struct run_options {
     const char *baseline_out;
     const char *html_out; /* --html: the report drawn as one HTML page (src/html_report.h) */
     bool graph, batch_invariance, quiet;
+    bool gpu_prefilter;   /* off: --no-gpu-prefilter (also off with --dump-outputs) */
     enum table_format format;
     unsigned long long emulate_smem_per_sm;
     unsigned timeout_ms;
@@ -191,6 +195,7 @@ enum run_option_id {
     OPTION_HTML,
     OPTION_PLUGIN,
     OPTION_TIMEOUT,
+    OPTION_NO_GPU_PREFILTER,
 };
 
 static int parse_backends(const char *text, struct run_options *options)
@@ -321,6 +326,7 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
         { "html", required_argument, NULL, OPTION_HTML },
         { "plugin", required_argument, NULL, OPTION_PLUGIN },
         { "timeout", required_argument, NULL, OPTION_TIMEOUT },
+        { "no-gpu-prefilter", no_argument, NULL, OPTION_NO_GPU_PREFILTER },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -337,6 +343,7 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
     options->format = TABLE_ON;
     options->emulate_smem_per_sm = cli_globals.emulate_smem_per_sm;
     options->timeout_ms = RUN_DEFAULT_TIMEOUT_SECONDS * 1000u;
+    options->gpu_prefilter = true;
     while ((option = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
         switch (option) {
         case OPTION_BACKENDS:
@@ -421,6 +428,7 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
             options->html_out = optarg;
             break;
         case OPTION_GRAPH: options->graph = true; break;
+        case OPTION_NO_GPU_PREFILTER: options->gpu_prefilter = false; break;
         case OPTION_BATCH: options->batch_invariance = true; break;
         case OPTION_EMULATE:
             if (cli_parse_uint(optarg, 1ull << 32, &value) < 0)
@@ -760,6 +768,12 @@ static int add_record(struct run_state *state, const struct record_result *resul
 static int add_device_pass(struct run_state *state, const struct record_result *result,
                            cJSON **entries, struct audit_error *err)
 {
+    /* The table's time lines cover every device's work. */
+    for (size_t i = 0; i < state->options->backend_count; i++) {
+        struct time_breakdown time;
+        time_breakdown_from_json(json_child(entries[i], "time_breakdown_ms"), &time);
+        report_count_time(&state->report, state->options->backends[i]->name, &time);
+    }
     cJSON *json = report_record_json_entries(result, entries, state->options->backend_count);
     if (!json)
         return audit_fail(err, AUDIT_ENOMEM, "out of memory reporting %s record %u", result->file,
@@ -861,10 +875,14 @@ static int record_worker_main(struct worker_channel *channel, size_t first, void
     struct replay_device *device = NULL;
     struct replay_input *input = NULL;
     struct audit_error err = { 0 };
+    const double started_ms = report_monotonic_ms();
     int status = replay_device_open(&device, job->state->ordinal,
                                     (size_t)options->emulate_smem_per_sm, options->noise, &err);
     if (status < 0)
         return send_failure(channel, "device_error", status, err.message) < 0 ? 2 : 0;
+    /* The CUDA start of this process, charged to the first backend it replays (a worker started
+     * again after a crash pays it again, for the backend it starts with). */
+    double device_open_ms = report_monotonic_ms() - started_ms;
     status = replay_input_create(device, record, job->base->k, &input, &err);
     if (status < 0) {
         status = send_failure(channel, "fatal", status, err.message) < 0 ? 2 : 0;
@@ -879,6 +897,9 @@ static int record_worker_main(struct worker_channel *channel, size_t first, void
         result.batch_requested = options->batch_invariance;
         status = replay_backend(device, input, options->backends[task], job->checks, job->replay,
                                 &result, &err);
+        result.time.device_open_ms += device_open_ms;
+        result.time.total_ms += device_open_ms;
+        device_open_ms = 0;
         const bool lost = status == AUDIT_EDEVICE;
         if (status < 0 && !lost) {
             backend_result_release(&result);
@@ -1033,6 +1054,8 @@ static void run_record(struct run_state *state, const char *file, const char *st
     cJSON **entries = NULL;
     char **table_lines = NULL;
     int status;
+    const double started_ms = report_monotonic_ms();
+    struct record_time time = { 0 };
 
     memset(&checks, 0, sizeof(checks));
     if (options->rows) {
@@ -1049,7 +1072,9 @@ static void run_record(struct run_state *state, const char *file, const char *st
         replayed = &narrowed;
     }
     const uint32_t k = options->k_override ? options->k_override : replayed->k;
+    double phase_started_ms = report_monotonic_ms();
     status = checks_prepare(&checks, replayed, k, &err);
+    time.reference_ms += report_monotonic_ms() - phase_started_ms;
     if (status == AUDIT_EDATA) {
         audit_error_prefix(&err, "%s record %u", file, record->index);
         input_error(state, file, record->index, (int64_t)record->file_offset, "invalid",
@@ -1059,7 +1084,9 @@ static void run_record(struct run_state *state, const char *file, const char *st
     if (status < 0)
         goto fatal;
     checks_ready = true;
+    phase_started_ms = report_monotonic_ms();
     status = census_record_json(replayed, &k, 1, &census, &census_rows, &err);
+    time.census_ms = report_monotonic_ms() - phase_started_ms;
     if (status == AUDIT_EDATA) {
         audit_error_prefix(&err, "%s record %u", file, record->index);
         input_error(state, file, record->index, (int64_t)record->file_offset, "invalid",
@@ -1078,11 +1105,13 @@ static void run_record(struct run_state *state, const char *file, const char *st
         .census_rows = census_rows,
         .backend_count = 0, /* the backends' entries are built by the workers */
     };
+    phase_started_ms = report_monotonic_ms();
     hash_indices(checks.reference, (size_t)replayed->rows * k, result.reference_hash);
     if (hash_index_sets(checks.reference, replayed->rows, k, result.reference_set_hash) < 0) {
         status = audit_fail(&err, AUDIT_ENOMEM, "out of memory hashing the reference sets");
         goto fatal;
     }
+    time.reference_ms += report_monotonic_ms() - phase_started_ms;
     entries = calloc(options->backend_count, sizeof(*entries));
     table_lines = calloc(options->backend_count, sizeof(*table_lines));
     if (!entries || !table_lines) {
@@ -1097,6 +1126,7 @@ static void run_record(struct run_state *state, const char *file, const char *st
         .seed = options->seed,
         .dump_dir = options->dump_dir,
         .dump_stem = stem,
+        .gpu_prefilter = options->gpu_prefilter,
         .file = file,
         .record_index = record->index,
         .progress = state->progress ? show_progress : NULL,
@@ -1113,8 +1143,10 @@ static void run_record(struct run_state *state, const char *file, const char *st
         .table_lines = table_lines,
     };
     /* Without a device nothing is forked; otherwise each backend replays in a worker. */
+    phase_started_ms = report_monotonic_ms();
     if (state->device_available && !state->device_failed && !state->stopped)
         run_backends(state, &job);
+    time.backends_ms = report_monotonic_ms() - phase_started_ms;
     clear_progress(state);
     for (size_t i = 0; i < options->backend_count; i++) {
         if (entries[i])
@@ -1134,6 +1166,8 @@ static void run_record(struct run_state *state, const char *file, const char *st
         if (cJSON_IsString(verdict) && strcmp(verdict->valuestring, "fail") == 0)
             state->any_failure = true;
     }
+    time.total_ms = report_monotonic_ms() - started_ms;
+    result.time = time;
     status = state->pass == 0 ? add_record(state, &result, entries, global_index, &err)
                               : add_device_pass(state, &result, entries, &err);
     if (status < 0)
@@ -1514,6 +1548,8 @@ static int run_run(int argc, char **argv)
     context.k_override = options.k_override;
     context.backends = options.backend_names;
     context.backend_count = options.backend_count;
+    /* Dumps need every output whole, so they turn the pre-filter off (src/replay.h). */
+    context.gpu_prefilter = options.gpu_prefilter && !options.dump_dir;
 
     /* SIGINT and SIGTERM from here on: the workers are stopped and the report is written. */
     if (worker_signals_install() == 0)

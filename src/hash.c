@@ -1,17 +1,44 @@
 #include "hash.h"
 
 #include <sodium.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "index_sort.h"
+#include "output_hash.h"
 
 int hash_init(void)
 {
     return sodium_init() < 0 ? -1 : 0;
 }
 
+/* One SHA-256 computation, streamed (libsodium: the project's SHA-256). */
+struct sha256_stream {
+    crypto_hash_sha256_state sodium;
+};
+
+static void stream_init(struct sha256_stream *stream)
+{
+    crypto_hash_sha256_init(&stream->sodium);
+}
+
+static void stream_update(struct sha256_stream *stream, const void *data, size_t size)
+{
+    crypto_hash_sha256_update(&stream->sodium, data, size);
+}
+
+static void stream_final(struct sha256_stream *stream, uint8_t digest[HASH_BYTES])
+{
+    crypto_hash_sha256_final(&stream->sodium, digest);
+}
+
 void hash_bytes(const void *data, size_t size, uint8_t digest[HASH_BYTES])
 {
-    crypto_hash_sha256(digest, data, size);
+    struct sha256_stream stream;
+    stream_init(&stream);
+    stream_update(&stream, data, size);
+    stream_final(&stream, digest);
 }
 
 void hash_to_hex(const uint8_t digest[HASH_BYTES], char hex[HASH_HEX_BYTES])
@@ -27,47 +54,73 @@ static int is_little_endian(void)
     return first == 1;
 }
 
-static void update_indices_le(crypto_hash_sha256_state *state, const int32_t *indices, size_t count)
+static void update_indices_le(struct sha256_stream *stream, const int32_t *indices, size_t count)
 {
     if (is_little_endian()) {
-        crypto_hash_sha256_update(state, (const unsigned char *)indices, count * sizeof(int32_t));
+        stream_update(stream, indices, count * sizeof(int32_t));
         return;
     }
     for (size_t i = 0; i < count; i++) {
         uint32_t v = (uint32_t)indices[i];
         unsigned char le[4] = { (unsigned char)v, (unsigned char)(v >> 8),
                                 (unsigned char)(v >> 16), (unsigned char)(v >> 24) };
-        crypto_hash_sha256_update(state, le, 4);
+        stream_update(stream, le, 4);
     }
 }
 
 void hash_indices(const int32_t *indices, size_t count, uint8_t digest[HASH_BYTES])
 {
-    crypto_hash_sha256_state state;
-    crypto_hash_sha256_init(&state);
-    update_indices_le(&state, indices, count);
-    crypto_hash_sha256_final(&state, digest);
-}
-
-static int compare_int32(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
+    struct sha256_stream stream;
+    stream_init(&stream);
+    update_indices_le(&stream, indices, count);
+    stream_final(&stream, digest);
 }
 
 int hash_index_sets(const int32_t *indices, uint32_t rows, uint32_t k, uint8_t digest[HASH_BYTES])
 {
-    int32_t *row = malloc((size_t)(k ? k : 1) * sizeof(int32_t));
+    return hash_index_sets_reusing(indices, rows, k, NULL, NULL, digest);
+}
+
+int hash_index_sets_reusing(const int32_t *indices, uint32_t rows, uint32_t k,
+                            const int32_t *known, const int32_t *known_sorted,
+                            uint8_t digest[HASH_BYTES])
+{
+    /* One row being sorted and the sort's scratch. */
+    int32_t *row = malloc(2 * (size_t)(k ? k : 1) * sizeof(int32_t));
     if (!row)
         return -1;
-    crypto_hash_sha256_state state;
-    crypto_hash_sha256_init(&state);
+    int32_t *sort_scratch = row + (k ? k : 1);
+    const size_t row_bytes = (size_t)k * sizeof(int32_t);
+    struct sha256_stream stream;
+    stream_init(&stream);
     for (uint32_t b = 0; b < rows; b++) {
-        memcpy(row, indices + (size_t)b * k, (size_t)k * sizeof(int32_t));
-        qsort(row, k, sizeof(int32_t), compare_int32);
-        update_indices_le(&state, row, k);
+        const size_t offset = (size_t)b * k;
+        if (known && !memcmp(indices + offset, known + offset, row_bytes)) {
+            update_indices_le(&stream, known_sorted + offset, k);
+            continue;
+        }
+        memcpy(row, indices + offset, row_bytes);
+        index_sort_ascending(row, k, sort_scratch);
+        update_indices_le(&stream, row, k);
     }
-    crypto_hash_sha256_final(&state, digest);
+    stream_final(&stream, digest);
     free(row);
     return 0;
+}
+
+void hash_output_rows64(const int32_t *out, const int32_t *raw_out, uint32_t rows, uint32_t k,
+                        uint64_t *row_hashes)
+{
+    for (uint32_t b = 0; b < rows; b++) {
+        const int32_t *out_row = out + (size_t)b * k;
+        uint64_t sum = 0;
+        for (uint32_t j = 0; j < k; j++)
+            sum += output_hash_slot(j, out_row[j]);
+        if (raw_out) {
+            const int32_t *raw_row = raw_out + (size_t)b * k;
+            for (uint32_t j = 0; j < k; j++)
+                sum += output_hash_slot((uint64_t)k + j, raw_row[j]);
+        }
+        row_hashes[b] = sum;
+    }
 }

@@ -1,4 +1,4 @@
-/* SHA-256 (libsodium) helpers for output, set and score hashes. */
+/* SHA-256 helpers for output, set and score hashes (libsodium). */
 #ifndef DSATOPK_HASH_H
 #define DSATOPK_HASH_H
 
@@ -17,5 +17,18 @@ void hash_indices(const int32_t *indices, size_t count, uint8_t digest[HASH_BYTE
 
 /* Hash of the same indices with each row's k entries sorted ascending (the "set" hash). */
 int hash_index_sets(const int32_t *indices, uint32_t rows, uint32_t k, uint8_t digest[HASH_BYTES]);
+/* The same hash, given rows x k indices known_sorted that are the rows of known each sorted
+ * ascending: a row of indices equal to the same row of known takes its sorted row from there
+ * instead of being sorted again (the outputs of one backend mostly repeat rows of the first).
+ * known and known_sorted may be NULL. Returns 0, or -1 when out of memory. */
+int hash_index_sets_reusing(const int32_t *indices, uint32_t rows, uint32_t k,
+                            const int32_t *known, const int32_t *known_sorted,
+                            uint8_t digest[HASH_BYTES]);
+
+/* Per-row 64-bit hashes of rows x k indices and their raw indices (NULL: none): the host twin of
+ * the device pre-filter (kernels/output_hash.h), equal to it bit for bit. Not a SHA-256: rows
+ * differing in one slot always differ, rows differing in more collide with probability ~2^-64. */
+void hash_output_rows64(const int32_t *out, const int32_t *raw_out, uint32_t rows, uint32_t k,
+                        uint64_t *row_hashes);
 
 #endif

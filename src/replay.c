@@ -1,5 +1,6 @@
-/* GPU replay of one record x backend: poison, noise, launch between events, copy back, tally
- * (docs/REPORT.md "What a replay does"). Host C over the CUDA runtime. */
+/* GPU replay of one record x backend: poison, noise, launch between events, GPU row hashes,
+ * copy back only what is new, tally (docs/REPORT.md "What a replay does"); every phase's time
+ * goes to result->time (docs/REPORT.md "time_breakdown_ms"). Host C over the CUDA runtime. */
 #include "replay.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "output_hash.h"
 #include "selection.h"
 
 struct replay_device {
@@ -38,6 +40,7 @@ struct launch_buffers {
     int32_t *out, *raw_out; /* raw_out only with a page table */
     void *scratch;
     size_t out_bytes, scratch_bytes;
+    uint64_t *row_hashes;   /* rows: the GPU pre-filter's row hashes (NULL without it) */
 };
 
 /* ---- device --------------------------------------------------------------------------------- */
@@ -133,8 +136,8 @@ static int device_alloc(void **pointer, size_t bytes, const char *what, struct a
     if (status == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();
         *pointer = NULL;
-        return audit_fail(err, AUDIT_ENOMEM, "out of device memory allocating %zu bytes for %s",
-                          bytes, what);
+        return audit_fail(err, AUDIT_ENOMEM, "out of device memory allocating %zu bytes for %s "
+                          "(cudaErrorMemoryAllocation)", bytes, what);
     }
     CUDA_TRY(status, err);
     return AUDIT_OK;
@@ -249,6 +252,7 @@ static void buffers_free(struct launch_buffers *buffers)
     cudaFree(buffers->out);
     cudaFree(buffers->raw_out);
     cudaFree(buffers->scratch);
+    cudaFree(buffers->row_hashes);
     memset(buffers, 0, sizeof(*buffers));
 }
 
@@ -357,8 +361,31 @@ static int copy_back(struct replay_device *device, const struct launch_buffers *
                                  cudaMemcpyDeviceToHost, device->stream),
                  err);
     CUDA_TRY(cudaStreamSynchronize(device->stream), err);
-    /* Bound the noise queue: each rep's burst finishes before the next rep starts its own. */
+    return AUDIT_OK;
+}
+
+/* Bounds the noise queue: each rep's burst finishes before the next rep starts its own. */
+static int wait_noise(struct replay_device *device, struct audit_error *err)
+{
     CUDA_TRY(cudaStreamSynchronize(device->noise_stream), err);
+    return AUDIT_OK;
+}
+
+/* The output's row hashes, computed on the device and copied back (rows x 8 bytes). */
+static int fetch_row_hashes(struct replay_device *device, const struct launch_buffers *buffers,
+                            uint32_t rows, uint32_t k, uint64_t *host_row_hashes,
+                            struct audit_error *err)
+{
+    if (rows == 0)
+        return AUDIT_OK;
+    int status = output_hash_rows_launch(buffers->out, buffers->raw_out, rows, k,
+                                         buffers->row_hashes, device->stream, err);
+    if (status < 0)
+        return status;
+    CUDA_TRY(cudaMemcpyAsync(host_row_hashes, buffers->row_hashes, (size_t)rows * sizeof(uint64_t),
+                             cudaMemcpyDeviceToHost, device->stream),
+             err);
+    CUDA_TRY(cudaStreamSynchronize(device->stream), err);
     return AUDIT_OK;
 }
 
@@ -392,6 +419,107 @@ static int dump_output(const struct replay_options *options, const char *backend
     return status;
 }
 
+/* ---- one rep -------------------------------------------------------------------------------- */
+
+/* Everything a timed rep needs besides its number: the launch, where its output goes, how it is
+ * judged, and the result whose time and counters it adds to. */
+struct rep_context {
+    struct replay_device *device;
+    const struct topk_backend *backend;
+    const struct topk_problem *problem;
+    const struct launch_buffers *buffers;
+    cudaGraphExec_t graph;            /* NULL: an eager launch */
+    const char *phase;                /* "eager" or "graph" (progress) */
+    const char *dump_phase;           /* "" or "graph-" (dump names) */
+    struct output_tally *tally;
+    struct check_context *checks;
+    const struct check_claims *claims;
+    const struct replay_options *options;
+    bool prefilter;                   /* buffers->row_hashes and host_row_hashes are set */
+    int32_t *host_out, *host_raw;
+    uint64_t *host_row_hashes;
+    struct backend_result *result;
+};
+
+/* One timed rep: the poisoned launch under noise, then the wait for the noise burst; with the
+ * pre-filter the output's row hashes come back and, when they are a known output's, the rep is
+ * counted as that output; otherwise the output is copied back, dumped, SHA-256'd and tallied
+ * (checked when new). The noise is waited for before anything is read back, so the row hashes,
+ * copies and hashes are timed without it. A device failure fills cause and sets
+ * *device_failed; a host failure (memory, a dump) fills err. */
+static int replay_rep(const struct rep_context *context, uint32_t rep, bool *device_failed,
+                      struct audit_error *cause, struct audit_error *err)
+{
+    struct replay_device *device = context->device;
+    struct time_breakdown *time = &context->result->time;
+    struct output_tally *tally = context->tally;
+    const size_t count = (size_t)tally->rows * tally->k;
+    double time_us = NAN;
+    int status = AUDIT_OK;
+
+    *device_failed = true;
+    double started_ms = report_monotonic_ms();
+    status = launch_once(device, context->backend, context->problem, context->buffers,
+                         context->graph, &time_us, cause);
+    if (status < 0)
+        return status;
+    double now_ms = report_monotonic_ms();
+    const double kernel_ms = isfinite(time_us) ? time_us / 1e3 : 0.0;
+    time->kernel_ms += kernel_ms;
+    if (now_ms - started_ms > kernel_ms)
+        time->launch_overhead_ms += now_ms - started_ms - kernel_ms;
+
+    started_ms = now_ms;
+    status = wait_noise(device, cause);
+    if (status < 0)
+        return status;
+    now_ms = report_monotonic_ms();
+    time->noise_wait_ms += now_ms - started_ms;
+
+    bool known = false;
+    if (context->prefilter) {
+        started_ms = now_ms;
+        status = fetch_row_hashes(device, context->buffers, tally->rows, tally->k,
+                                  context->host_row_hashes, cause);
+        if (status < 0)
+            return status;
+        now_ms = report_monotonic_ms();
+        time->row_hash_ms += now_ms - started_ms;
+        known = output_tally_add_if_known(tally, context->host_row_hashes, time_us);
+    }
+    if (!known) {
+        started_ms = now_ms;
+        status = copy_back(device, context->buffers, context->host_out, context->host_raw, cause);
+        if (status < 0)
+            return status;
+        now_ms = report_monotonic_ms();
+        time->copy_ms += now_ms - started_ms;
+        context->result->outputs_copied++;
+    }
+    *device_failed = false;
+    if (!known && context->options->dump_dir) {
+        started_ms = now_ms;
+        status = dump_output(context->options, context->backend->name, context->dump_phase, rep,
+                             context->host_out, count, err);
+        if (status < 0)
+            return status;
+        time->dump_ms += report_monotonic_ms() - started_ms;
+    }
+    /* The tally times its own SHA-256 and checks (tally->hash_ms, check_ms). */
+    if (!known) {
+        status = output_tally_add_hashed(tally, context->host_out, context->host_raw,
+                                         context->prefilter ? context->host_row_hashes : NULL,
+                                         time_us, context->checks, context->claims,
+                                         context->checks ? context->checks->reference : NULL, err);
+        if (status < 0)
+            return status;
+    }
+    if (context->options->progress)
+        context->options->progress(context->options->progress_user, context->backend->name,
+                                   context->phase, rep + 1, context->options->reps);
+    return AUDIT_OK;
+}
+
 /* ---- sub-records ---------------------------------------------------------------------------- */
 
 int replay_subrecord(const struct capture_record *record, const uint32_t *rows, uint32_t count,
@@ -415,18 +543,19 @@ int replay_subrecord(const struct capture_record *record, const uint32_t *rows, 
  * replay is tallied against the first eager output. Returns 0 (a capture or replay failure that
  * left the device usable is in result->graph_error), AUDIT_EDEVICE when the device was lost, or
  * a host failure. */
-static int replay_graph(struct replay_device *device, const struct topk_backend *backend,
-                        const struct topk_problem *problem, const struct launch_buffers *buffers,
-                        struct check_context *checks, const struct check_claims *claims,
-                        const struct replay_options *options, int32_t *host_out, int32_t *host_raw,
-                        struct backend_result *result, struct audit_error *err)
+static int replay_graph(const struct rep_context *eager_context, struct audit_error *err)
 {
     int status = AUDIT_OK;
     struct audit_error cause = { 0 };
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
-    bool capturing = false;
+    bool capturing = false, device_failed = false;
+    struct replay_device *device = eager_context->device;
+    const struct replay_options *options = eager_context->options;
+    struct backend_result *result = eager_context->result;
     const struct output_tally *eager = &result->eager;
+    struct rep_context context = *eager_context;
+    const double started_ms = report_monotonic_ms();
 
     status = output_tally_init(&result->graph, eager->rows, eager->k, options->reps,
                                eager->baseline, err);
@@ -435,37 +564,27 @@ static int replay_graph(struct replay_device *device, const struct topk_backend 
     CUDA_CHECK_GOTO(cudaStreamBeginCapture(device->stream, cudaStreamCaptureModeThreadLocal),
                     &cause, status, device_error);
     capturing = true;
-    status = enqueue_poison(device, buffers, &cause);
+    status = enqueue_poison(device, context.buffers, &cause);
     if (status < 0)
         goto device_error;
-    status = backend->launch(problem, &device->info, device->stream, &cause);
+    status = context.backend->launch(context.problem, &device->info, device->stream, &cause);
     if (status < 0)
         goto device_error;
     capturing = false;
     CUDA_CHECK_GOTO(cudaStreamEndCapture(device->stream, &graph), &cause, status, device_error);
     CUDA_CHECK_GOTO(cudaGraphInstantiate(&exec, graph, 0), &cause, status, device_error);
     result->graph_ran = true;
+    result->time.setup_ms += report_monotonic_ms() - started_ms;
+    context.graph = exec;
+    context.tally = &result->graph;
+    context.phase = "graph";
+    context.dump_phase = "graph-";
     for (uint32_t rep = 0; rep < options->reps; rep++) {
-        double time_us = NAN;
-        status = launch_once(device, backend, problem, buffers, exec, &time_us, &cause);
-        if (status < 0)
+        status = replay_rep(&context, rep, &device_failed, &cause, err);
+        if (status < 0 && device_failed)
             goto device_error;
-        status = copy_back(device, buffers, host_out, host_raw, &cause);
-        if (status < 0)
-            goto device_error;
-        if (options->dump_dir) {
-            status = dump_output(options, backend->name, "graph-", rep, host_out,
-                                 (size_t)eager->rows * eager->k, err);
-            if (status < 0)
-                goto done;
-        }
-        status = output_tally_add(&result->graph, host_out, host_raw, time_us, checks, claims,
-                                  checks ? checks->reference : NULL, err);
         if (status < 0)
             goto done;
-        if (options->progress)
-            options->progress(options->progress_user, backend->name, "graph", rep + 1,
-                              options->reps);
     }
     goto done;
 device_error:
@@ -534,6 +653,9 @@ static int run_subrecord(struct replay_device *device, const struct topk_backend
     if (status < 0)
         goto done;
     status = copy_back(device, &buffers, out, NULL, err);
+    if (status < 0)
+        goto done;
+    status = wait_noise(device, err);
 done:
     buffers_free(&buffers);
     replay_input_free(input);
@@ -690,6 +812,7 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
     struct launch_buffers buffers = { 0 };
     struct topk_problem problem;
     int32_t *host_out = NULL, *host_raw = NULL;
+    uint64_t *host_row_hashes = NULL;
     const struct capture_record *record = input->record;
     const char *file = options->file ? options->file : "";
     const struct check_claims claims = {
@@ -699,6 +822,14 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
     };
     char reason[512] = "";
     const size_t count = (size_t)record->rows * input->k;
+    /* Dumps need every output whole; a record whose row hashes a tally cannot keep would pay
+     * for the row hashes and never be recognised. */
+    const bool prefilter = options->gpu_prefilter && !options->dump_dir &&
+                           (size_t)record->rows * sizeof(uint64_t) <=
+                               OUTPUT_TALLY_ROW_HASH_BUDGET_BYTES;
+    const double started_ms = report_monotonic_ms();
+    double phase_started_ms;
+    bool device_failed = false;
 
     result->graph_requested = options->graph;
     result->batch_requested = options->batch_invariance;
@@ -714,10 +845,13 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
         backend_result_set_status(result, BACKEND_UNSUPPORTED, "the backend has no launch");
         return AUDIT_OK;
     }
+    result->gpu_prefilter = prefilter;
     host_out = malloc((count ? count : 1) * sizeof(int32_t));
     if (record->page_table)
         host_raw = malloc((count ? count : 1) * sizeof(int32_t));
-    if (!host_out || (record->page_table && !host_raw)) {
+    if (prefilter)
+        host_row_hashes = malloc((record->rows ? record->rows : 1) * sizeof(uint64_t));
+    if (!host_out || (record->page_table && !host_raw) || (prefilter && !host_row_hashes)) {
         status = audit_fail(err, AUDIT_ENOMEM, "%s record %u, backend %s: out of host memory",
                             file, record->index, backend->name);
         goto done;
@@ -729,6 +863,13 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
     status = buffers_alloc(&buffers, input, result->scratch_bytes, &cause);
     if (status < 0)
         goto device_error;
+    if (prefilter) {
+        status = device_alloc((void **)&buffers.row_hashes,
+                              (size_t)record->rows * sizeof(uint64_t), "the output row hashes",
+                              &cause);
+        if (status < 0)
+            goto device_error;
+    }
     problem_fill(&problem, input, &buffers);
     status = output_tally_init(&result->eager, record->rows, input->k, options->reps, NULL, err);
     if (status < 0)
@@ -738,30 +879,34 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
     status = launch_once(device, backend, &problem, &buffers, NULL, NULL, &cause);
     if (status < 0)
         goto device_error;
+    result->time.setup_ms += report_monotonic_ms() - started_ms;
+    const struct rep_context context = {
+        .device = device,
+        .backend = backend,
+        .problem = &problem,
+        .buffers = &buffers,
+        .graph = NULL,
+        .phase = "eager",
+        .dump_phase = "",
+        .tally = &result->eager,
+        .checks = checks,
+        .claims = &claims,
+        .options = options,
+        .prefilter = prefilter,
+        .host_out = host_out,
+        .host_raw = host_raw,
+        .host_row_hashes = host_row_hashes,
+        .result = result,
+    };
     for (uint32_t rep = 0; rep < options->reps; rep++) {
-        double time_us = NAN;
-        status = launch_once(device, backend, &problem, &buffers, NULL, &time_us, &cause);
-        if (status < 0)
+        status = replay_rep(&context, rep, &device_failed, &cause, err);
+        if (status < 0 && device_failed)
             goto device_error;
-        status = copy_back(device, &buffers, host_out, host_raw, &cause);
-        if (status < 0)
-            goto device_error;
-        if (options->dump_dir) {
-            status = dump_output(options, backend->name, "", rep, host_out, count, err);
-            if (status < 0)
-                goto done;
-        }
-        status = output_tally_add(&result->eager, host_out, host_raw, time_us, checks, &claims,
-                                  checks ? checks->reference : NULL, err);
         if (status < 0)
             goto done;
-        if (options->progress)
-            options->progress(options->progress_user, backend->name, "eager", rep + 1,
-                              options->reps);
     }
     if (options->graph && result->eager.reps > 0) {
-        status = replay_graph(device, backend, &problem, &buffers, checks, &claims, options,
-                              host_out, host_raw, result, err);
+        status = replay_graph(&context, err);
         if (status == AUDIT_EDEVICE) {
             snprintf(cause.message, sizeof(cause.message), "%s", result->graph_error);
             goto lost;
@@ -772,7 +917,9 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
     if (options->batch_invariance && result->eager.reps > 0) {
         /* The sub-records have their own buffers: free these first. */
         buffers_free(&buffers);
+        phase_started_ms = report_monotonic_ms();
         status = replay_batch_invariance(device, backend, record, input->k, options, result, err);
+        result->time.batch_invariance_ms += report_monotonic_ms() - phase_started_ms;
         if (status == AUDIT_EDEVICE) {
             snprintf(cause.message, sizeof(cause.message), "%s", result->batch.error);
             goto lost;
@@ -797,5 +944,7 @@ done:
     buffers_free(&buffers);
     free(host_out);
     free(host_raw);
+    free(host_row_hashes);
+    result->time.total_ms = report_monotonic_ms() - started_ms;
     return status;
 }

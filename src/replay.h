@@ -37,6 +37,10 @@ struct replay_options {
     uint64_t seed;          /* batch-invariance shuffles */
     const char *dump_dir;   /* NULL: no dumps; else DIR/<stem>-r<record>-<backend>-rep<NN>.bin */
     const char *dump_stem;  /* the capture file's name without directory and extension */
+    /* GPU row hashes first (kernels/output_hash.h): a rep whose row hashes are a known output's
+     * is counted as that output without copying, SHA-256 or checks. Ignored with dump_dir (every
+     * output is then needed whole). */
+    bool gpu_prefilter;
     /* Where the record came from, for messages and dump names. */
     const char *file;
     uint32_t record_index;
@@ -67,6 +71,7 @@ void replay_shape(const struct capture_record *record, uint32_t k, struct topk_s
 
 /* Replays backend on the record. result must have been initialised with backend_result_init.
  * checks: prepared for this record and k (its reference is what outputs are compared with).
+ * result->time receives where the time went (struct time_breakdown), on every outcome.
  * Returns 0 when result describes the outcome (ok, unsupported or error), AUDIT_EDEVICE when the
  * device was lost (result says so too), or another negative code for a failure that is not the
  * backend's (host memory, writing a dump) with err filled. */

@@ -4,11 +4,13 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "index_sort.h"
 #include "json_util.h"
 
 const char *report_violation_name(unsigned kind)
@@ -21,12 +23,6 @@ const char *report_violation_name(unsigned kind)
 }
 
 /* ---- output tally --------------------------------------------------------------------------- */
-
-static int compare_int32(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
 
 static int compare_double(const void *a, const void *b)
 {
@@ -60,10 +56,10 @@ static uint32_t multiset_difference(const int32_t *sorted_row, const int32_t *so
     return missing;
 }
 
-static void sort_rows(int32_t *indices, uint32_t rows, uint32_t k)
+static void sort_rows(int32_t *indices, uint32_t rows, uint32_t k, int32_t *sort_scratch)
 {
     for (uint32_t b = 0; b < rows; b++)
-        qsort(indices + (size_t)b * k, k, sizeof(int32_t), compare_int32);
+        index_sort_ascending(indices + (size_t)b * k, k, sort_scratch);
 }
 
 static int tally_set_baseline(struct output_tally *tally, const int32_t *baseline,
@@ -77,7 +73,7 @@ static int tally_set_baseline(struct output_tally *tally, const int32_t *baselin
                           tally->rows, tally->k);
     memcpy(tally->baseline, baseline, count * sizeof(int32_t));
     memcpy(tally->baseline_sorted, baseline, count * sizeof(int32_t));
-    sort_rows(tally->baseline_sorted, tally->rows, tally->k);
+    sort_rows(tally->baseline_sorted, tally->rows, tally->k, tally->sort_scratch + tally->k);
     return AUDIT_OK;
 }
 
@@ -99,7 +95,7 @@ int output_tally_init(struct output_tally *tally, uint32_t rows, uint32_t k, uin
     tally->row_reps_set_differing = allocate_array(rows, sizeof(uint32_t));
     tally->row_max_positions_differing = allocate_array(rows, sizeof(uint32_t));
     tally->row_max_indices_differing = allocate_array(rows, sizeof(uint32_t));
-    tally->sort_scratch = allocate_array(k, sizeof(int32_t));
+    tally->sort_scratch = allocate_array(2 * (size_t)k, sizeof(int32_t));
     if (!tally->rep_hash || !tally->rep_set_hash || !tally->rep_distinct ||
         !tally->rep_rows_differing || !tally->rep_time_us || !tally->row_flags ||
         !tally->row_reps_differing || !tally->row_reps_set_differing ||
@@ -127,6 +123,7 @@ void output_tally_release(struct output_tally *tally)
         free(tally->distinct[i].differing_rows);
         free(tally->distinct[i].differing_positions);
         free(tally->distinct[i].differing_indices);
+        free(tally->distinct[i].row_hashes);
     }
     free(tally->distinct);
     free(tally->rep_hash);
@@ -174,7 +171,7 @@ static int distinct_compare_with_baseline(struct output_tally *tally, struct dis
         for (uint32_t j = 0; j < k; j++)
             positions += row[j] != base[j];
         memcpy(tally->sort_scratch, row, k * sizeof(int32_t));
-        qsort(tally->sort_scratch, k, sizeof(int32_t), compare_int32);
+        index_sort_ascending(tally->sort_scratch, k, tally->sort_scratch + k);
         entry->differing_rows[n] = b;
         entry->differing_positions[n] = positions;
         entry->differing_indices[n] =
@@ -219,7 +216,12 @@ static int tally_insert(struct output_tally *tally, const int32_t *out, const in
     memset(entry, 0, sizeof(*entry));
     memcpy(entry->hash, hash, HASH_BYTES);
     memcpy(entry->raw_hash, raw_hash, HASH_BYTES);
-    if (hash_index_sets(out, tally->rows, tally->k, entry->set_hash) < 0) {
+    const double started_ms = report_monotonic_ms();
+    status = hash_index_sets_reusing(out, tally->rows, tally->k, tally->baseline,
+                                     tally->baseline_sorted, entry->set_hash);
+    const double hashed_ms = report_monotonic_ms();
+    tally->hash_ms += hashed_ms - started_ms;
+    if (status < 0) {
         status = audit_fail(err, AUDIT_ENOMEM, "out of memory hashing an output's index sets");
         goto done;
     }
@@ -243,8 +245,10 @@ static int tally_insert(struct output_tally *tally, const int32_t *out, const in
             goto done;
     }
     status = distinct_compare_with_baseline(tally, entry, out, err);
+    tally->check_ms += report_monotonic_ms() - hashed_ms;
     if (status < 0)
         goto done;
+    tally->outputs_checked++;
 
     bool new_output = true, new_set = true;
     for (uint32_t i = 0; i < tally->distinct_count; i++) {
@@ -266,32 +270,40 @@ done:
     return status;
 }
 
-int output_tally_add(struct output_tally *tally, const int32_t *out, const int32_t *raw_out,
-                     double time_us, struct check_context *checks,
-                     const struct check_claims *claims, const int32_t *reference,
-                     struct audit_error *err)
+/* A short digest of a row-hash vector: two vectors with different digests differ, so the full
+ * comparison runs only on a likely match. */
+static uint64_t row_hash_digest(const uint64_t *row_hashes, uint32_t rows)
 {
-    if (tally->reps >= tally->reps_capacity)
-        return audit_fail(err, AUDIT_EUSAGE, "tally sized for %u reps got one more",
-                          tally->reps_capacity);
-    const size_t count = (size_t)tally->rows * tally->k;
-    uint8_t hash[HASH_BYTES], raw_hash[HASH_BYTES] = { 0 };
-    hash_indices(out, count, hash);
-    if (raw_out)
-        hash_indices(raw_out, count, raw_hash);
-
-    uint32_t index = 0;
-    struct distinct_output *entry = tally_find(tally, hash, raw_hash, &index);
-    if (!entry) {
-        int status = tally_insert(tally, out, raw_out, hash, raw_hash, checks, claims, reference,
-                                  &index, err);
-        if (status < 0)
-            return status;
-        entry = &tally->distinct[index];
+    uint64_t digest = 0;
+    for (uint32_t b = 0; b < rows; b++) {
+        digest = (digest ^ row_hashes[b]) * 0x9E3779B97F4A7C15ull;
+        digest ^= digest >> 29;
     }
+    return digest;
+}
 
+/* Keeps the row hashes of entry (within the tally's budget; running out of memory only means
+ * the output will not be recognised on the GPU later). */
+static void distinct_remember_row_hashes(struct output_tally *tally, struct distinct_output *entry,
+                                         const uint64_t *row_hashes)
+{
+    const size_t bytes = (size_t)tally->rows * sizeof(uint64_t);
+    if (entry->row_hashes || tally->row_hash_bytes + bytes > OUTPUT_TALLY_ROW_HASH_BUDGET_BYTES)
+        return;
+    entry->row_hashes = allocate_array(tally->rows, sizeof(uint64_t));
+    if (!entry->row_hashes)
+        return;
+    memcpy(entry->row_hashes, row_hashes, bytes);
+    entry->row_hash_digest = row_hash_digest(row_hashes, tally->rows);
+    tally->row_hash_bytes += bytes;
+}
+
+/* Counts one rep as distinct output index (already checked and compared with the baseline). */
+static void tally_count_rep(struct output_tally *tally, uint32_t index, double time_us)
+{
+    struct distinct_output *entry = &tally->distinct[index];
     const uint32_t rep = tally->reps++;
-    memcpy(tally->rep_hash[rep], hash, HASH_BYTES);
+    memcpy(tally->rep_hash[rep], entry->hash, HASH_BYTES);
     memcpy(tally->rep_set_hash[rep], entry->set_hash, HASH_BYTES);
     tally->rep_distinct[rep] = index;
     tally->rep_rows_differing[rep] = entry->differing_count;
@@ -320,7 +332,65 @@ int output_tally_add(struct output_tally *tally, const int32_t *out, const int32
         if (entry->differing_indices[i] > tally->row_max_indices_differing[b])
             tally->row_max_indices_differing[b] = entry->differing_indices[i];
     }
+}
+
+int output_tally_add_hashed(struct output_tally *tally, const int32_t *out, const int32_t *raw_out,
+                            const uint64_t *row_hashes, double time_us,
+                            struct check_context *checks, const struct check_claims *claims,
+                            const int32_t *reference, struct audit_error *err)
+{
+    if (tally->reps >= tally->reps_capacity)
+        return audit_fail(err, AUDIT_EUSAGE, "tally sized for %u reps got one more",
+                          tally->reps_capacity);
+    const size_t count = (size_t)tally->rows * tally->k;
+    uint8_t hash[HASH_BYTES], raw_hash[HASH_BYTES] = { 0 };
+    const double started_ms = report_monotonic_ms();
+    hash_indices(out, count, hash);
+    if (raw_out)
+        hash_indices(raw_out, count, raw_hash);
+    tally->hash_ms += report_monotonic_ms() - started_ms;
+    tally->outputs_hashed++;
+
+    uint32_t index = 0;
+    struct distinct_output *entry = tally_find(tally, hash, raw_hash, &index);
+    if (!entry) {
+        int status = tally_insert(tally, out, raw_out, hash, raw_hash, checks, claims, reference,
+                                  &index, err);
+        if (status < 0)
+            return status;
+        entry = &tally->distinct[index];
+    }
+    if (row_hashes)
+        distinct_remember_row_hashes(tally, entry, row_hashes);
+    tally_count_rep(tally, index, time_us);
     return AUDIT_OK;
+}
+
+int output_tally_add(struct output_tally *tally, const int32_t *out, const int32_t *raw_out,
+                     double time_us, struct check_context *checks,
+                     const struct check_claims *claims, const int32_t *reference,
+                     struct audit_error *err)
+{
+    return output_tally_add_hashed(tally, out, raw_out, NULL, time_us, checks, claims, reference,
+                                   err);
+}
+
+bool output_tally_add_if_known(struct output_tally *tally, const uint64_t *row_hashes,
+                               double time_us)
+{
+    if (!row_hashes || tally->reps >= tally->reps_capacity)
+        return false;
+    const uint64_t digest = row_hash_digest(row_hashes, tally->rows);
+    for (uint32_t i = 0; i < tally->distinct_count; i++) {
+        const struct distinct_output *entry = &tally->distinct[i];
+        if (!entry->row_hashes || entry->row_hash_digest != digest ||
+            memcmp(entry->row_hashes, row_hashes, (size_t)tally->rows * sizeof(uint64_t)) != 0)
+            continue;
+        tally->gpu_hash_matches++;
+        tally_count_rep(tally, i, time_us);
+        return true;
+    }
+    return false;
 }
 
 uint32_t output_tally_flapping_rows(const struct output_tally *tally)
@@ -406,6 +476,14 @@ void backend_result_release(struct backend_result *result)
     result->batch.dependent_count = 0;
 }
 
+void backend_result_time_breakdown(const struct backend_result *result,
+                                   struct time_breakdown *time)
+{
+    *time = result->time;
+    time->hash_ms += result->eager.hash_ms + result->graph.hash_ms;
+    time->check_ms += result->eager.check_ms + result->graph.check_ms;
+}
+
 void backend_result_set_status(struct backend_result *result, enum backend_status status,
                                const char *format, ...)
 {
@@ -414,6 +492,93 @@ void backend_result_set_status(struct backend_result *result, enum backend_statu
     va_start(args, format);
     vsnprintf(result->reason, sizeof(result->reason), format, args);
     va_end(args);
+}
+
+/* ---- time breakdown ------------------------------------------------------------------------- */
+
+/* Every part of struct time_breakdown but total_ms, in report order: the one list the JSON
+ * writer, the reader, the sums and the table line walk, so none of them can miss a part. */
+static const struct {
+    const char *json_name;  /* in time_breakdown_ms */
+    const char *table_name; /* in the table's time lines */
+    size_t offset;
+} time_parts[] = {
+    { "device_open_ms", "device open", offsetof(struct time_breakdown, device_open_ms) },
+    { "setup_ms", "setup", offsetof(struct time_breakdown, setup_ms) },
+    { "kernel_ms", "kernel", offsetof(struct time_breakdown, kernel_ms) },
+    { "launch_overhead_ms", "launch overhead", offsetof(struct time_breakdown, launch_overhead_ms) },
+    { "noise_wait_ms", "noise wait", offsetof(struct time_breakdown, noise_wait_ms) },
+    { "row_hash_ms", "gpu row hash", offsetof(struct time_breakdown, row_hash_ms) },
+    { "copy_ms", "copy", offsetof(struct time_breakdown, copy_ms) },
+    { "hash_ms", "sha256", offsetof(struct time_breakdown, hash_ms) },
+    { "check_ms", "check", offsetof(struct time_breakdown, check_ms) },
+    { "dump_ms", "dump", offsetof(struct time_breakdown, dump_ms) },
+    { "batch_invariance_ms", "batch invariance",
+      offsetof(struct time_breakdown, batch_invariance_ms) },
+};
+#define TIME_PART_COUNT (sizeof(time_parts) / sizeof(time_parts[0]))
+
+static double *time_part(struct time_breakdown *time, size_t part)
+{
+    return (double *)((char *)time + time_parts[part].offset);
+}
+
+static double time_part_value(const struct time_breakdown *time, size_t part)
+{
+    return *(const double *)((const char *)time + time_parts[part].offset);
+}
+
+double report_monotonic_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec * 1e3 + (double)now.tv_nsec * 1e-6;
+}
+
+double time_breakdown_other_ms(const struct time_breakdown *time)
+{
+    double other = time->total_ms;
+    for (size_t part = 0; part < TIME_PART_COUNT; part++)
+        other -= time_part_value(time, part);
+    return other > 0 ? other : 0;
+}
+
+void time_breakdown_add(struct time_breakdown *sum, const struct time_breakdown *addend)
+{
+    sum->total_ms += addend->total_ms;
+    for (size_t part = 0; part < TIME_PART_COUNT; part++)
+        *time_part(sum, part) += time_part_value(addend, part);
+}
+
+/* Milliseconds to the microsecond: finer digits are clock noise. */
+static double round_ms(double ms)
+{
+    return isfinite(ms) ? round(ms * 1e3) / 1e3 : ms;
+}
+
+cJSON *time_breakdown_json(const struct time_breakdown *time)
+{
+    cJSON *json = cJSON_CreateObject();
+    if (!json)
+        return NULL;
+    for (size_t part = 0; part < TIME_PART_COUNT; part++)
+        json_add_number(json, time_parts[part].json_name, round_ms(time_part_value(time, part)));
+    json_add_number(json, "other_ms", round_ms(time_breakdown_other_ms(time)));
+    json_add_number(json, "total_ms", round_ms(time->total_ms));
+    return json;
+}
+
+void time_breakdown_from_json(const cJSON *json, struct time_breakdown *time)
+{
+    memset(time, 0, sizeof(*time));
+    const cJSON *total = cJSON_GetObjectItemCaseSensitive(json, "total_ms");
+    if (cJSON_IsNumber(total) && isfinite(total->valuedouble))
+        time->total_ms = total->valuedouble;
+    for (size_t part = 0; part < TIME_PART_COUNT; part++) {
+        const cJSON *value = cJSON_GetObjectItemCaseSensitive(json, time_parts[part].json_name);
+        if (cJSON_IsNumber(value) && isfinite(value->valuedouble))
+            *time_part(time, part) = value->valuedouble;
+    }
 }
 
 /* ---- verdict rules -------------------------------------------------------------------------- */
@@ -715,6 +880,7 @@ static cJSON *context_json(const struct run_context *context)
     json_add_u64(json, "seed", context->seed);
     cJSON_AddBoolToObject(json, "graph", context->graph);
     cJSON_AddBoolToObject(json, "batch_invariance", context->batch_invariance);
+    cJSON_AddBoolToObject(json, "gpu_prefilter", context->gpu_prefilter);
     if (context->k_override)
         json_add_u64(json, "k_override", context->k_override);
     else
@@ -951,6 +1117,21 @@ static cJSON *backend_json(const struct record_result *record, const struct back
     for (unsigned i = 0; reasons && i < verdict->reason_count; i++)
         cJSON_AddItemToArray(reasons, cJSON_CreateString(verdict->reasons[i]));
     json_add_u64(json, "scratch_bytes", result->scratch_bytes);
+    struct time_breakdown time;
+    backend_result_time_breakdown(result, &time);
+    cJSON_AddItemToObject(json, "time_breakdown_ms", time_breakdown_json(&time));
+    cJSON *work = cJSON_AddObjectToObject(json, "host_work");
+    if (work) {
+        const struct output_tally *eager = &result->eager, *graph = &result->graph;
+        cJSON_AddBoolToObject(work, "gpu_prefilter", result->gpu_prefilter);
+        json_add_u64(work, "reps_matched_on_gpu",
+                     (uint64_t)eager->gpu_hash_matches + graph->gpu_hash_matches);
+        json_add_u64(work, "outputs_copied", result->outputs_copied);
+        json_add_u64(work, "outputs_hashed",
+                     (uint64_t)eager->outputs_hashed + graph->outputs_hashed);
+        json_add_u64(work, "outputs_checked",
+                     (uint64_t)eager->outputs_checked + graph->outputs_checked);
+    }
     add_tally_json(json, record, &result->eager, false);
     cJSON_AddItemToObject(json, "predicted_vs_observed", predicted_vs_observed_json(record, result));
     if (result->graph_requested) {
@@ -965,6 +1146,28 @@ static cJSON *backend_json(const struct record_result *record, const struct back
     if (result->batch_requested)
         cJSON_AddItemToObject(json, "batch_invariance", batch_json(record, &result->batch));
     return json;
+}
+
+static cJSON *record_time_json(const struct record_time *time)
+{
+    cJSON *json = cJSON_CreateObject();
+    if (!json)
+        return NULL;
+    const double other = time->total_ms - time->reference_ms - time->census_ms - time->backends_ms;
+    json_add_number(json, "reference_ms", round_ms(time->reference_ms));
+    json_add_number(json, "census_ms", round_ms(time->census_ms));
+    json_add_number(json, "backends_ms", round_ms(time->backends_ms));
+    json_add_number(json, "other_ms", round_ms(other > 0 ? other : 0));
+    json_add_number(json, "total_ms", round_ms(time->total_ms));
+    return json;
+}
+
+static void record_time_add(struct record_time *sum, const struct record_time *addend)
+{
+    sum->reference_ms += addend->reference_ms;
+    sum->census_ms += addend->census_ms;
+    sum->backends_ms += addend->backends_ms;
+    sum->total_ms += addend->total_ms;
 }
 
 static cJSON *record_flags_json(const struct capture_record *record)
@@ -1030,6 +1233,7 @@ cJSON *report_record_json(const struct record_result *record, const struct verdi
         cJSON_AddItemToObject(json, "census", cJSON_Duplicate(record->census, 1));
     else
         cJSON_AddNullToObject(json, "census");
+    cJSON_AddItemToObject(json, "time_breakdown_ms", record_time_json(&record->time));
     cJSON *backends = cJSON_AddArrayToObject(json, "backends");
     for (size_t i = 0; backends && i < record->backend_count; i++)
         cJSON_AddItemToArray(backends, backend_json(record, &record->backends[i], &verdicts[i]));
@@ -1130,8 +1334,11 @@ int report_add_record(struct run_report *report, const struct record_result *rec
         verdicts = own;
     }
     for (size_t i = 0; i < record->backend_count; i++) {
+        struct time_breakdown time;
         report_verdict(&record->backends[i], record->census_rows, &verdicts[i]);
         count_verdict(report, &record->backends[i], &verdicts[i]);
+        backend_result_time_breakdown(&record->backends[i], &time);
+        report_count_time(report, record->backends[i].backend->name, &time);
     }
     cJSON *json = report_record_json(record, verdicts);
     if (!json) {
@@ -1141,6 +1348,7 @@ int report_add_record(struct run_report *report, const struct record_result *rec
     }
     cJSON_AddItemToArray(report->records, json);
     report->record_count++;
+    record_time_add(&report->record_time_total, &record->time);
 done:
     free(own);
     return status;
@@ -1163,6 +1371,26 @@ static void count_entry(struct run_report *report, const cJSON *entry)
                 verdict.verdict = (enum verdict)v;
     }
     count_verdict(report, &result, &verdict);
+    struct time_breakdown time;
+    time_breakdown_from_json(cJSON_GetObjectItemCaseSensitive(entry, "time_breakdown_ms"), &time);
+    report_count_time(report, named.name, &time);
+}
+
+void report_count_time(struct run_report *report, const char *backend_name,
+                       const struct time_breakdown *time)
+{
+    time_breakdown_add(&report->time_total, time);
+    for (size_t i = 0; i < report->time_backend_count; i++) {
+        if (strcmp(report->time_by_backend[i].name, backend_name) == 0) {
+            time_breakdown_add(&report->time_by_backend[i].time, time);
+            return;
+        }
+    }
+    if (report->time_backend_count == REPORT_TIME_BACKENDS)
+        return;
+    struct backend_time_total *added = &report->time_by_backend[report->time_backend_count++];
+    snprintf(added->name, sizeof(added->name), "%s", backend_name);
+    added->time = *time;
 }
 
 int report_add_record_entries(struct run_report *report, const struct record_result *record,
@@ -1177,6 +1405,7 @@ int report_add_record_entries(struct run_report *report, const struct record_res
                           record->record->index);
     cJSON_AddItemToArray(report->records, json);
     report->record_count++;
+    record_time_add(&report->record_time_total, &record->time);
     return AUDIT_OK;
 }
 
@@ -1324,6 +1553,36 @@ void report_table_summary(FILE *out, const struct run_report *report, const char
                 (unsigned long long)report->status_counts[BACKEND_HANG],
                 (unsigned long long)report->status_counts[BACKEND_CRASH],
                 (unsigned long long)report->status_counts[BACKEND_CUDA_ERROR]);
+    const struct record_time *records = &report->record_time_total;
+    if (records->total_ms > 0) {
+        const double other =
+            records->total_ms - records->reference_ms - records->census_ms - records->backends_ms;
+        fprintf(out, "# time records: %.1f ms = cpu reference %.1f + census %.1f + backend "
+                     "workers %.1f + other %.1f\n",
+                records->total_ms, records->reference_ms, records->census_ms,
+                records->backends_ms, other > 0 ? other : 0.0);
+    }
+    if (report->time_total.total_ms > 0) {
+        report_time_line(out, "all backends", &report->time_total);
+        for (size_t i = 0; i < report->time_backend_count; i++)
+            if (report->time_by_backend[i].time.total_ms > 0)
+                report_time_line(out, report->time_by_backend[i].name,
+                                 &report->time_by_backend[i].time);
+    }
     if (report_path)
         fprintf(out, "# report: %s\n", report_path);
+}
+
+void report_time_line(FILE *out, const char *label, const struct time_breakdown *time)
+{
+    const double total = time->total_ms;
+    const double other = time_breakdown_other_ms(time);
+    fprintf(out, "# time %s: %.1f ms =", label, total);
+    for (size_t part = 0; part < TIME_PART_COUNT; part++) {
+        const double value = time_part_value(time, part);
+        if (value > 0)
+            fprintf(out, " %s %.1f (%.1f%%) +", time_parts[part].table_name, value,
+                    total > 0 ? 100.0 * value / total : 0.0);
+    }
+    fprintf(out, " other %.1f (%.1f%%)\n", other, total > 0 ? 100.0 * other / total : 0.0);
 }

@@ -52,6 +52,11 @@ struct distinct_output {
     struct check_counts counts;    /* zero when the tally runs without checks */
     bool equals_reference;
     uint32_t reps_seen;
+    /* The GPU pre-filter's per-row hashes of this output (kernels/output_hash.h), rows of them,
+     * and a digest of those for a quick first comparison; NULL when never given or over the
+     * tally's budget. */
+    uint64_t *row_hashes;
+    uint64_t row_hash_digest;
     /* Rows differing from the tally's baseline, with positional and set differences. */
     uint32_t differing_count;
     uint32_t *differing_rows;
@@ -84,8 +89,19 @@ struct output_tally {
     uint32_t *row_reps_set_differing;
     uint32_t *row_max_positions_differing;
     uint32_t *row_max_indices_differing;
-    int32_t *sort_scratch;          /* k entries */
+    int32_t *sort_scratch;          /* 2k entries: a row being sorted and the sort's scratch */
+    /* Host work, for time_breakdown_ms and host_work (docs/REPORT.md): milliseconds spent on
+     * SHA-256 (outputs, raw outputs, index sets) and on the checks and baseline comparison of
+     * new distinct outputs; reps whose full output was SHA-256'd; distinct outputs checked in
+     * full; reps counted from their GPU row hashes alone. */
+    double hash_ms, check_ms;
+    uint32_t outputs_hashed, outputs_checked, gpu_hash_matches;
+    size_t row_hash_bytes;          /* kept in distinct[].row_hashes, at most the budget */
 };
+
+/* Row-hash vectors a tally keeps to recognise repeated outputs; past this, new outputs are still
+ * checked in full but no longer recognised on the GPU (the pre-filter then saves nothing). */
+#define OUTPUT_TALLY_ROW_HASH_BUDGET_BYTES ((size_t)64 << 20)
 
 /* reps_capacity: how many reps will be added (arrays are sized once). baseline: NULL to use the
  * first output added, else rows * k indices copied now. */
@@ -98,6 +114,19 @@ int output_tally_add(struct output_tally *tally, const int32_t *out, const int32
                      double time_us, struct check_context *checks,
                      const struct check_claims *claims, const int32_t *reference,
                      struct audit_error *err);
+/* The same, remembering row_hashes (tally->rows values from the GPU pre-filter, or NULL) for the
+ * output's distinct entry, so that output_tally_add_if_known can recognise it later. */
+int output_tally_add_hashed(struct output_tally *tally, const int32_t *out, const int32_t *raw_out,
+                            const uint64_t *row_hashes, double time_us,
+                            struct check_context *checks, const struct check_claims *claims,
+                            const int32_t *reference, struct audit_error *err);
+/* The pre-filter: when a distinct output already added with output_tally_add_hashed has exactly
+ * these row hashes, counts the rep as that output (its SHA-256, set hash, checks and row
+ * comparison are reused: the tally ends as if the output had been added) and returns true.
+ * Returns false, changing nothing, for row hashes never seen, or when the tally is full (the
+ * caller then adds the output in full and gets the usual error). */
+bool output_tally_add_if_known(struct output_tally *tally, const uint64_t *row_hashes,
+                               double time_us);
 void output_tally_release(struct output_tally *tally);
 /* Rows that differ from the baseline in at least one rep (bytes), and whose set differs. */
 uint32_t output_tally_flapping_rows(const struct output_tally *tally);
@@ -143,11 +172,47 @@ struct batch_invariance_result {
     uint32_t set_dependent_count;
 };
 
+/* Where one record x backend's time went, in milliseconds (docs/REPORT.md "time_breakdown_ms").
+ * Host phases are CLOCK_MONOTONIC intervals that do not overlap; kernel_ms is the CUDA-event
+ * time of the timed launches, which lies inside their host wait (launch_overhead_ms is that wait
+ * minus kernel_ms). hash_ms and check_ms live in the tallies until
+ * backend_result_time_breakdown() folds them in; "other" is never stored: it is what total_ms
+ * leaves (time_breakdown_other_ms). */
+struct time_breakdown {
+    double total_ms;            /* the replay of this record x backend in its worker */
+    double device_open_ms;      /* the worker's CUDA start, streams, events, noise buffers */
+    double setup_ms;            /* record upload, buffers, warm-up launch, graph capture */
+    double kernel_ms;           /* CUDA-event time of the timed launches (eager and graph) */
+    double launch_overhead_ms;  /* host wait of the timed launches minus kernel_ms */
+    double noise_wait_ms;       /* waiting for each rep's noise burst to finish */
+    double row_hash_ms;         /* GPU row hashes: kernel and copying rows x 8 bytes back */
+    double copy_ms;             /* outputs copied back to the host */
+    double hash_ms;             /* SHA-256 of outputs, raw outputs and index sets */
+    double check_ms;            /* contract checks and baseline comparison of new outputs */
+    double dump_ms;             /* --dump-outputs files */
+    double batch_invariance_ms; /* the whole --batch-invariance test */
+};
+
+/* CLOCK_MONOTONIC in milliseconds (the clock of every host phase). */
+double report_monotonic_ms(void);
+/* total_ms minus every part, never below 0 (rounding, or a part measured on another clock). */
+double time_breakdown_other_ms(const struct time_breakdown *time);
+/* Adds every part of addend to sum. */
+void time_breakdown_add(struct time_breakdown *sum, const struct time_breakdown *addend);
+/* The object "time_breakdown_ms" of a backend entry: every part, other_ms and total_ms,
+ * rounded to the microsecond. */
+cJSON *time_breakdown_json(const struct time_breakdown *time);
+/* Reads such an object back (missing or non-numeric fields read 0). */
+void time_breakdown_from_json(const cJSON *json, struct time_breakdown *time);
+
 struct backend_result {
     const struct topk_backend *backend;
     enum backend_status status;
     char reason[AUDIT_ERROR_MESSAGE_BYTES];
     size_t scratch_bytes;
+    struct time_breakdown time;  /* filled by src/replay.c, hash_ms and check_ms excepted */
+    bool gpu_prefilter;          /* reps were recognised by their GPU row hashes when possible */
+    uint32_t outputs_copied;     /* eager and graph reps whose outputs were copied back */
     struct output_tally eager;
     bool graph_requested, graph_ran;
     char graph_error[AUDIT_ERROR_MESSAGE_BYTES]; /* non-empty: capture or replay failed */
@@ -158,6 +223,9 @@ struct backend_result {
 
 void backend_result_init(struct backend_result *result, const struct topk_backend *backend);
 void backend_result_release(struct backend_result *result);
+/* result->time with the eager and graph tallies' hash_ms and check_ms folded in. */
+void backend_result_time_breakdown(const struct backend_result *result,
+                                   struct time_breakdown *time);
 /* Sets status and a printf-style reason. */
 void backend_result_set_status(struct backend_result *result, enum backend_status status,
                                const char *format, ...) __attribute__((format(printf, 3, 4)));
@@ -223,10 +291,21 @@ struct run_context {
     uint32_t k_override; /* 0: each record's own k */
     const char *const *backends;
     size_t backend_count;
+    bool gpu_prefilter;  /* GPU row hashes recognise repeated outputs (off: --no-gpu-prefilter,
+                            --dump-outputs) */
 };
 
 /* Fills utc_time and host from the running system. */
 void run_context_fill_time_and_host(struct run_context *context);
+
+/* Where the main process's time for one record went, in milliseconds (records[].time_breakdown_ms):
+ * the CPU side that runs once per record, and the wall time of its backends' workers. */
+struct record_time {
+    double reference_ms; /* CPU reference, check preparation and the reference hashes */
+    double census_ms;
+    double backends_ms;  /* waiting for the workers (their entries' total_ms, plus fork and IPC) */
+    double total_ms;     /* the record from its selection to its entry in the report */
+};
 
 /* One record of a capture file and its backends, as the report shows it. */
 struct record_result {
@@ -242,6 +321,15 @@ struct record_result {
     const struct census_row *census_rows;
     struct backend_result *backends;
     size_t backend_count;
+    struct record_time time;             /* all zero: not measured */
+};
+
+/* Backend names whose times the table's summary lists one by one; more are in the total only. */
+#define REPORT_TIME_BACKENDS 64
+
+struct backend_time_total {
+    char name[64];
+    struct time_breakdown time;
 };
 
 /* The report being built. */
@@ -253,6 +341,12 @@ struct run_report {
     uint64_t record_count, runs, pass, fail, not_run;
     uint64_t status_counts[BACKEND_STATUS_COUNT];
     cJSON *by_backend;
+    /* The time_breakdown_ms of every entry counted, in total and per backend name (the table's
+     * summary; not in the JSON, whose entries carry their own). */
+    struct time_breakdown time_total;
+    struct backend_time_total time_by_backend[REPORT_TIME_BACKENDS];
+    size_t time_backend_count;
+    struct record_time record_time_total; /* the records' own times, summed */
 };
 
 int report_begin(struct run_report *report, const struct run_context *context,
@@ -289,6 +383,10 @@ cJSON *report_record_json_entries(const struct record_result *record, cJSON **en
                                   size_t count);
 int report_add_record_entries(struct run_report *report, const struct record_result *record,
                               cJSON **entries, size_t count, struct audit_error *err);
+/* Adds an entry's time_breakdown_ms to the table's time totals (report_add_record and
+ * report_add_record_entries do it; `run --devices` calls it for the later devices' entries). */
+void report_count_time(struct run_report *report, const char *backend_name,
+                       const struct time_breakdown *time);
 
 /* ---- terminal table ------------------------------------------------------------------------- */
 
@@ -296,5 +394,8 @@ void report_table_header(FILE *out);
 void report_table_lines(FILE *out, const struct record_result *record,
                         const struct verdict_result *verdicts);
 void report_table_summary(FILE *out, const struct run_report *report, const char *report_path);
+/* "# time LABEL: total T ms = kernel K (P%) + ..." for one breakdown (report_table_summary prints
+ * it for all backends and for each backend name). */
+void report_time_line(FILE *out, const char *label, const struct time_breakdown *time);
 
 #endif

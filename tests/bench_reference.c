@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "bench_util.h"
 #include "capture.h"
 #include "census.h"
 #include "error.h"
@@ -69,18 +70,6 @@ static double seconds_now(clockid_t clock)
     struct timespec now;
     clock_gettime(clock, &now);
     return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *values, int count)
-{
-    qsort(values, (size_t)count, sizeof(*values), compare_double);
-    return values[count / 2];
 }
 
 int main(int argc, char **argv)
@@ -148,14 +137,14 @@ int main(int argc, char **argv)
                     reference_rates[1][run] = scores_per_run / (middle_cpu - start_cpu);
                     census_rates[1][run] = scores_per_run / (end_cpu - middle_cpu);
                 }
-                double reference_rate = median(reference_rates[0], runs);
-                double census_rate = median(census_rates[0], runs);
+                double reference_rate = bench_median(reference_rates[0], runs);
+                double census_rate = bench_median(census_rates[0], runs);
                 slowest_reference = fmin(slowest_reference, reference_rate);
                 slowest_census = fmin(slowest_census, census_rate);
                 printf("%-13s %5u %7u %5u %10.1f M %10.1f M %10.1f M %10.1f M\n",
                        family_names[family], row_counts[r], length, ks[ki], reference_rate / 1e6,
-                       census_rate / 1e6, median(reference_rates[1], runs) / 1e6,
-                       median(census_rates[1], runs) / 1e6);
+                       census_rate / 1e6, bench_median(reference_rates[1], runs) / 1e6,
+                       bench_median(census_rates[1], runs) / 1e6);
             }
         }
     }

@@ -1,7 +1,9 @@
 /* Unit tests of src/report.c on hand-made outputs, no GPU: output hashes against SHA-256 of
  * bytes laid out by hand, distinct outputs and sets, violation totals and per-rep maxima,
- * flapping rows, the verdict rule of each claimed level (a pass and a fail for each), and the
- * report JSON (schema fields present, no NaN or Infinity tokens). */
+ * flapping rows, the verdict cache (each distinct output checked once; reps recognised from their
+ * row hashes give the same report as reps hashed in full), the time breakdown's arithmetic, the
+ * verdict rule of each claimed level (a pass and a fail for each), and the report JSON (schema
+ * fields present, no NaN or Infinity tokens). */
 #include <ctype.h>
 #include <math.h>
 #include <setjmp.h>
@@ -257,6 +259,288 @@ static void test_violations_checked_once_per_distinct_output(void **state)
     assert_true(tally->row_flags[0] & (1u << CHECK_WRONG_SET));
     assert_false(tally->row_flags[0] & (1u << CHECK_DUPLICATE));
     assert_true(tally->row_flags[1] & (1u << CHECK_DUPLICATE));
+    output_tally_release(tally);
+    free(tally);
+    checks_release(&checks);
+    record_release(&record);
+}
+
+/* ---- the verdict cache and the GPU pre-filter ------------------------------------------------ */
+
+/* The outputs of a flapping backend: the reference, a duplicate, a wrong set, in a mixed order. */
+static const int32_t duplicate_output[6] = { 7, 1, 4, 0, 0, 5 };
+static const int32_t wrong_output[6] = { 7, 1, 6, 0, 5, 2 };
+static const int32_t *const flapping_sequence[] = {
+    fixture_reference, duplicate_output, duplicate_output, wrong_output,
+    fixture_reference, wrong_output,     fixture_reference,
+};
+#define FLAPPING_REPS (sizeof(flapping_sequence) / sizeof(flapping_sequence[0]))
+
+/* Feeds the sequence to result's eager tally as `run` does: with prefilter, each rep's row hashes
+ * first and the full output only when they are new; without, every output in full. */
+static void feed_flapping_sequence(struct backend_result *result, struct check_context *checks,
+                                   const struct check_claims *claims, bool prefilter)
+{
+    struct audit_error err = { 0 };
+    backend_result_init(result, &radix_like_backend);
+    result->gpu_prefilter = prefilter;
+    assert_int_equal(output_tally_init(&result->eager, 2, 3, FLAPPING_REPS, NULL, &err), AUDIT_OK);
+    for (size_t rep = 0; rep < FLAPPING_REPS; rep++) {
+        const double time_us = 10.0 + (double)rep;
+        uint64_t row_hashes[2];
+        hash_output_rows64(flapping_sequence[rep], NULL, 2, 3, row_hashes);
+        if (prefilter && output_tally_add_if_known(&result->eager, row_hashes, time_us))
+            continue;
+        result->outputs_copied++;
+        assert_int_equal(output_tally_add_hashed(&result->eager, flapping_sequence[rep], NULL,
+                                                 prefilter ? row_hashes : NULL, time_us, checks,
+                                                 claims, checks->reference, &err),
+                         AUDIT_OK);
+    }
+}
+
+/* The entry without what the pre-filter is allowed to change (times and the host work). */
+static cJSON *entry_without_timing(const struct backend_result *result,
+                                   const struct record_result *record)
+{
+    struct verdict_result verdict;
+    report_verdict(result, record->census_rows, &verdict);
+    cJSON *entry = report_backend_json(record, result, &verdict);
+    assert_non_null(entry);
+    assert_non_null(cJSON_GetObjectItem(entry, "time_breakdown_ms"));
+    assert_non_null(cJSON_GetObjectItem(entry, "host_work"));
+    cJSON_DeleteItemFromObject(entry, "time_breakdown_ms");
+    cJSON_DeleteItemFromObject(entry, "host_work");
+    return entry;
+}
+
+static void test_prefilter_report_equals_full_hashing(void **state)
+{
+    (void)state;
+    struct capture_record record;
+    struct check_context checks;
+    struct audit_error err = { 0 };
+    record_make(&record);
+    assert_int_equal(checks_prepare(&checks, &record, 3, &err), AUDIT_OK);
+    const struct check_claims claims = { 0 };
+    struct backend_result full, filtered;
+    feed_flapping_sequence(&full, &checks, &claims, false);
+    feed_flapping_sequence(&filtered, &checks, &claims, true);
+
+    /* Full path: every rep SHA-256'd, each of the 3 distinct outputs checked once. */
+    assert_int_equal(full.eager.reps, FLAPPING_REPS);
+    assert_int_equal(full.eager.outputs_hashed, FLAPPING_REPS);
+    assert_int_equal(full.eager.outputs_checked, 3);
+    assert_int_equal(full.eager.gpu_hash_matches, 0);
+    /* Pre-filter: only the 3 new outputs are copied, hashed and checked; 4 reps matched. */
+    assert_int_equal(filtered.eager.reps, FLAPPING_REPS);
+    assert_int_equal(filtered.eager.outputs_hashed, 3);
+    assert_int_equal(filtered.eager.outputs_checked, 3);
+    assert_int_equal(filtered.eager.gpu_hash_matches, FLAPPING_REPS - 3);
+    assert_int_equal(filtered.outputs_copied, 3);
+
+    /* The report is the same, times and host work aside: hashes per rep, distinct counts,
+     * violations, flapping rows, equals_reference_reps, kernel times, verdict. */
+    struct record_result record_result = { .file = "a.bin", .record = &record, .k = 3 };
+    cJSON *full_entry = entry_without_timing(&full, &record_result);
+    cJSON *filtered_entry = entry_without_timing(&filtered, &record_result);
+    if (!cJSON_Compare(full_entry, filtered_entry, true)) {
+        char *a = cJSON_Print(full_entry), *b = cJSON_Print(filtered_entry);
+        fail_msg("the entries differ:\n%s\n%s", a, b);
+    }
+    assert_int_equal(cJSON_GetObjectItem(filtered_entry, "distinct_outputs")->valueint, 3);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(filtered_entry,
+                                                            "output_sha256_per_rep")),
+                     FLAPPING_REPS);
+    uint8_t digest[HASH_BYTES];
+    char hex[HASH_HEX_BYTES];
+    hash_indices(duplicate_output, 6, digest);
+    hash_to_hex(digest, hex);
+    /* Rep 2 was never copied back: its SHA-256 is the one of rep 1's identical output. */
+    assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(filtered_entry,
+                                                               "output_sha256_per_rep"), 2)
+                            ->valuestring,
+                        hex);
+
+    struct verdict_result verdict;
+    report_verdict(&filtered, NULL, &verdict);
+    cJSON *entry = report_backend_json(&record_result, &filtered, &verdict);
+    const cJSON *work = cJSON_GetObjectItem(entry, "host_work");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(work, "gpu_prefilter")));
+    assert_int_equal(cJSON_GetObjectItem(work, "reps_matched_on_gpu")->valueint, 4);
+    assert_int_equal(cJSON_GetObjectItem(work, "outputs_copied")->valueint, 3);
+    assert_int_equal(cJSON_GetObjectItem(work, "outputs_hashed")->valueint, 3);
+    assert_int_equal(cJSON_GetObjectItem(work, "outputs_checked")->valueint, 3);
+    cJSON_Delete(entry);
+
+    cJSON_Delete(full_entry);
+    cJSON_Delete(filtered_entry);
+    backend_result_release(&full);
+    backend_result_release(&filtered);
+    checks_release(&checks);
+    record_release(&record);
+}
+
+static void test_prefilter_unknown_row_hashes_change_nothing(void **state)
+{
+    (void)state;
+    struct audit_error err = { 0 };
+    uint64_t row_hashes[2];
+    hash_output_rows64(fixture_reference, NULL, 2, 3, row_hashes);
+    struct output_tally *tally = tally_new(2, 3, 2, NULL);
+    /* Nothing known yet. */
+    assert_false(output_tally_add_if_known(tally, row_hashes, 1.0));
+    assert_false(output_tally_add_if_known(tally, NULL, 1.0));
+    assert_int_equal(tally->reps, 0);
+    /* An output added without row hashes is not recognised from them later. */
+    tally_add(tally, fixture_reference, 1.0, NULL, NULL, fixture_reference);
+    assert_false(output_tally_add_if_known(tally, row_hashes, 1.0));
+    assert_int_equal(tally->reps, 1);
+    output_tally_release(tally);
+    free(tally);
+
+    tally = tally_new(2, 3, 2, NULL);
+    assert_int_equal(output_tally_add_hashed(tally, fixture_reference, NULL, row_hashes, 1.0, NULL,
+                                             NULL, fixture_reference, &err),
+                     AUDIT_OK);
+    /* One row's hash differs: not that output. */
+    uint64_t other[2] = { row_hashes[0], row_hashes[1] ^ 1u };
+    assert_false(output_tally_add_if_known(tally, other, 2.0));
+    assert_int_equal(tally->reps, 1);
+    assert_true(output_tally_add_if_known(tally, row_hashes, 3.0));
+    assert_int_equal(tally->reps, 2);
+    assert_int_equal(tally->equals_reference_reps, 2);
+    assert_memory_equal(tally->rep_hash[1], tally->rep_hash[0], HASH_BYTES);
+    assert_true(tally->rep_time_us[1] == 3.0);
+    /* Full: refused, so the caller's full add reports the error as before. */
+    assert_false(output_tally_add_if_known(tally, row_hashes, 4.0));
+    assert_int_equal(tally->reps, 2);
+    assert_int_equal(tally->gpu_hash_matches, 1);
+    output_tally_release(tally);
+    free(tally);
+}
+
+/* ---- the time breakdown --------------------------------------------------------------------- */
+
+static void test_time_breakdown_arithmetic(void **state)
+{
+    (void)state;
+    struct time_breakdown time = {
+        .total_ms = 100.0, .device_open_ms = 20.0, .setup_ms = 5.0, .kernel_ms = 30.0,
+        .launch_overhead_ms = 1.5, .noise_wait_ms = 25.0, .row_hash_ms = 0.25, .copy_ms = 2.0,
+        .hash_ms = 3.0, .check_ms = 4.0, .dump_ms = 0.0, .batch_invariance_ms = 8.0,
+    };
+    assert_true(fabs(time_breakdown_other_ms(&time) - 1.25) < 1e-9);
+    /* Parts that exceed the total (rounding, the kernel's event clock) leave 0, never less. */
+    struct time_breakdown over = time;
+    over.kernel_ms = 90.0;
+    assert_true(time_breakdown_other_ms(&over) == 0.0);
+
+    /* JSON: every part in milliseconds, other_ms and total_ms, to the microsecond; the parts
+     * and other_ms add up to total_ms. */
+    time.copy_ms = 2.0004;
+    cJSON *json = time_breakdown_json(&time);
+    assert_non_null(json);
+    static const char *const keys[] = {
+        "device_open_ms", "setup_ms", "kernel_ms", "launch_overhead_ms", "noise_wait_ms",
+        "row_hash_ms", "copy_ms", "hash_ms", "check_ms", "dump_ms", "batch_invariance_ms",
+        "other_ms", "total_ms",
+    };
+    double sum = 0;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        cJSON *value = cJSON_GetObjectItem(json, keys[i]);
+        assert_true(cJSON_IsNumber(value));
+        if (strcmp(keys[i], "total_ms") != 0)
+            sum += value->valuedouble;
+    }
+    assert_int_equal(cJSON_GetArraySize(json), sizeof(keys) / sizeof(keys[0]));
+    assert_true(cJSON_GetObjectItem(json, "copy_ms")->valuedouble == 2.0);
+    assert_true(fabs(sum - cJSON_GetObjectItem(json, "total_ms")->valuedouble) < 0.002);
+
+    /* Read back: the same parts (within the rounding). */
+    struct time_breakdown back;
+    time_breakdown_from_json(json, &back);
+    assert_true(back.total_ms == 100.0 && back.kernel_ms == 30.0 && back.row_hash_ms == 0.25);
+    assert_true(fabs(time_breakdown_other_ms(&back) - 1.25) < 0.002);
+    cJSON_Delete(json);
+    /* A missing or odd object reads as zeros. */
+    json = cJSON_Parse("{\"total_ms\": \"slow\", \"kernel_ms\": 2}");
+    time_breakdown_from_json(json, &back);
+    assert_true(back.total_ms == 0.0 && back.kernel_ms == 2.0 && back.copy_ms == 0.0);
+    cJSON_Delete(json);
+    time_breakdown_from_json(NULL, &back);
+    assert_true(back.kernel_ms == 0.0);
+
+    /* Sums, and the tallies' hash and check times folded into a result's breakdown. */
+    struct time_breakdown sum_time = { 0 };
+    time_breakdown_add(&sum_time, &time);
+    time_breakdown_add(&sum_time, &time);
+    assert_true(sum_time.total_ms == 200.0 && sum_time.batch_invariance_ms == 16.0);
+    struct backend_result result;
+    backend_result_init(&result, &gpu_to_gpu_backend);
+    result.time = time;
+    result.eager.hash_ms = 0.5;
+    result.eager.check_ms = 0.25;
+    result.graph.hash_ms = 0.125;
+    struct time_breakdown folded;
+    backend_result_time_breakdown(&result, &folded);
+    assert_true(folded.hash_ms == 3.625 && folded.check_ms == 4.25);
+    assert_true(folded.kernel_ms == 30.0 && folded.total_ms == 100.0);
+    backend_result_release(&result);
+
+    /* The table's line names each part that took time, with its share. */
+    char *line = NULL;
+    size_t line_bytes = 0;
+    FILE *out = open_memstream(&line, &line_bytes);
+    assert_non_null(out);
+    report_time_line(out, "radix", &time);
+    fclose(out);
+    assert_non_null(strstr(line, "# time radix: 100.0 ms = "));
+    assert_non_null(strstr(line, "kernel 30.0 (30.0%)"));
+    assert_non_null(strstr(line, "noise wait 25.0 (25.0%)"));
+    assert_null(strstr(line, "dump")); /* 0: not listed */
+    assert_non_null(strstr(line, "other "));
+    free(line);
+
+    /* The summary: one line for all backends, then one per backend name that took time. */
+    struct run_report report;
+    memset(&report, 0, sizeof(report));
+    const struct time_breakdown nothing = { 0 };
+    report_count_time(&report, "radix", &time);
+    report_count_time(&report, "sort", &time);
+    report_count_time(&report, "radix", &time);
+    report_count_time(&report, "filtered", &nothing);
+    assert_int_equal(report.time_backend_count, 3);
+    assert_true(report.time_total.total_ms == 300.0);
+    assert_true(report.time_by_backend[0].time.kernel_ms == 60.0);
+    line = NULL;
+    out = open_memstream(&line, &line_bytes);
+    assert_non_null(out);
+    report_table_summary(out, &report, NULL);
+    fclose(out);
+    assert_non_null(strstr(line, "\n# time all backends: 300.0 ms = "));
+    assert_non_null(strstr(line, "\n# time radix: 200.0 ms = "));
+    assert_non_null(strstr(line, "\n# time sort: 100.0 ms = "));
+    assert_null(strstr(line, "# time filtered"));
+    free(line);
+}
+
+/* The hash and check times a tally measures are non-negative and only grow with real work. */
+static void test_tally_times_its_host_work(void **state)
+{
+    (void)state;
+    struct capture_record record;
+    struct check_context checks;
+    struct audit_error err = { 0 };
+    record_make(&record);
+    assert_int_equal(checks_prepare(&checks, &record, 3, &err), AUDIT_OK);
+    struct output_tally *tally = tally_new(2, 3, 3, NULL);
+    assert_true(tally->hash_ms == 0.0 && tally->check_ms == 0.0);
+    tally_add(tally, fixture_reference, 1.0, &checks, NULL, checks.reference);
+    tally_add(tally, fixture_reference, 1.0, &checks, NULL, checks.reference);
+    assert_true(tally->hash_ms >= 0.0 && tally->check_ms >= 0.0);
+    assert_int_equal(tally->outputs_hashed, 2);
+    assert_int_equal(tally->outputs_checked, 1);
     output_tally_release(tally);
     free(tally);
     checks_release(&checks);
@@ -548,6 +832,7 @@ static void test_report_json_schema_and_no_nan(void **state)
     struct record_result record_result = {
         .file = "captures/hand.bin", .record = &record, .k = 3, .census = census,
         .census_rows = census_rows, .backends = results, .backend_count = 3,
+        .time = { .reference_ms = 1.5, .census_ms = 2.0, .backends_ms = 6.25, .total_ms = 10.0 },
     };
     hash_indices(fixture_reference, 6, record_result.reference_hash);
     assert_int_equal(hash_index_sets(fixture_reference, 2, 3, record_result.reference_set_hash), 0);
@@ -584,13 +869,20 @@ static void test_report_json_schema_and_no_nan(void **state)
     cJSON *rec = path_get(parsed, "records", "0", NULL);
     static const char *const record_fields[] = {
         "file", "index", "byte_offset", "rows", "k", "row_stride", "flags", "metadata",
-        "payload_sha256", "reference", "census", "backends",
+        "payload_sha256", "reference", "census", "backends", "time_breakdown_ms",
     };
     for (size_t i = 0; i < sizeof(record_fields) / sizeof(record_fields[0]); i++)
         assert_non_null(path_get(rec, record_fields[i], NULL));
     assert_int_equal(path_get(rec, "index", NULL)->valueint, 4);
     assert_int_equal(path_get(rec, "byte_offset", NULL)->valueint, 1234);
     assert_int_equal(path_get(rec, "metadata", "layer", NULL)->valueint, 3);
+    /* The record's own time: the CPU side, the workers, and what is left. */
+    assert_true(path_get(rec, "time_breakdown_ms", "reference_ms", NULL)->valuedouble == 1.5);
+    assert_true(path_get(rec, "time_breakdown_ms", "census_ms", NULL)->valuedouble == 2.0);
+    assert_true(path_get(rec, "time_breakdown_ms", "backends_ms", NULL)->valuedouble == 6.25);
+    assert_true(path_get(rec, "time_breakdown_ms", "other_ms", NULL)->valuedouble == 0.25);
+    assert_true(path_get(rec, "time_breakdown_ms", "total_ms", NULL)->valuedouble == 10.0);
+    assert_true(report.record_time_total.total_ms == 10.0);
     char hex[HASH_HEX_BYTES];
     hash_to_hex(record_result.reference_hash, hex);
     assert_string_equal(path_get(rec, "reference", "output_sha256", NULL)->valuestring, hex);
@@ -600,7 +892,7 @@ static void test_report_json_schema_and_no_nan(void **state)
         "name", "level", "status", "reason", "verdict", "verdict_reasons", "reps",
         "output_sha256_per_rep", "distinct_outputs", "distinct_sets", "equals_reference_reps",
         "violations", "flapping_rows", "predicted_vs_observed", "kernel_time_us", "graph",
-        "batch_invariance",
+        "batch_invariance", "time_breakdown_ms", "host_work",
     };
     for (size_t i = 0; i < sizeof(backend_fields) / sizeof(backend_fields[0]); i++)
         assert_non_null(path_get(ok, backend_fields[i], NULL));
@@ -613,6 +905,21 @@ static void test_report_json_schema_and_no_nan(void **state)
     assert_string_equal(path_get(rec, "backends", "1", "status", NULL)->valuestring, "unavailable");
     assert_string_equal(path_get(rec, "backends", "1", "verdict", NULL)->valuestring, "not_run");
     assert_string_equal(path_get(rec, "backends", "2", "verdict", NULL)->valuestring, "fail");
+    /* Every status carries the time breakdown and the host work (zero when nothing ran). */
+    for (int i = 0; i < 3; i++) {
+        char index[4];
+        snprintf(index, sizeof(index), "%d", i);
+        assert_true(cJSON_IsNumber(path_get(rec, "backends", index, "time_breakdown_ms", "total_ms",
+                                            NULL)));
+        assert_true(cJSON_IsNumber(path_get(rec, "backends", index, "time_breakdown_ms",
+                                            "other_ms", NULL)));
+        assert_true(cJSON_IsNumber(path_get(rec, "backends", index, "host_work", "outputs_hashed",
+                                            NULL)));
+    }
+    assert_int_equal(path_get(ok, "host_work", "outputs_hashed", NULL)->valueint, 2);
+    assert_int_equal(path_get(ok, "host_work", "reps_matched_on_gpu", NULL)->valueint, 0);
+    assert_true(cJSON_IsFalse(path_get(ok, "host_work", "gpu_prefilter", NULL)));
+    assert_true(cJSON_IsFalse(path_get(parsed, "context", "gpu_prefilter", NULL)));
 
     assert_int_equal(path_get(parsed, "input_errors", "0", "byte_offset", NULL)->valueint, 4096);
     assert_int_equal(path_get(parsed, "summary", "backends_pass", NULL)->valueint, 1);
@@ -668,6 +975,10 @@ int main(void)
         cmocka_unit_test(test_flapping_rows_on_hand_made_reps),
         cmocka_unit_test(test_external_baseline_counts_graph_mismatch),
         cmocka_unit_test(test_violations_checked_once_per_distinct_output),
+        cmocka_unit_test(test_prefilter_report_equals_full_hashing),
+        cmocka_unit_test(test_prefilter_unknown_row_hashes_change_nothing),
+        cmocka_unit_test(test_time_breakdown_arithmetic),
+        cmocka_unit_test(test_tally_times_its_host_work),
         cmocka_unit_test(test_verdict_gpu_to_gpu),
         cmocka_unit_test(test_verdict_run_to_run),
         cmocka_unit_test(test_verdict_not_guaranteed),

@@ -59,6 +59,30 @@ fi
 json_check "$R" '"NaN" not in open(sys.argv[1]).read() and "Infinity" not in open(sys.argv[1]).read()' \
     "no NaN or Infinity tokens"
 
+# ---- where the time went (docs/REPORT.md "time_breakdown_ms"); with or without a GPU ----------
+TIME_KEYS='("device_open_ms", "setup_ms", "kernel_ms", "launch_overhead_ms", "noise_wait_ms", "row_hash_ms", "copy_ms", "hash_ms", "check_ms", "dump_ms", "batch_invariance_ms", "other_ms")'
+json_check "$R" "all(set(b['time_breakdown_ms']) == set($TIME_KEYS) | {'total_ms'} and min(b['time_breakdown_ms'].values()) >= 0 for r in j['records'] for b in r['backends'])" \
+    "every backend entry has time_breakdown_ms with every part, none negative"
+json_check "$R" "all(abs(sum(b['time_breakdown_ms'][k] for k in $TIME_KEYS) - b['time_breakdown_ms']['total_ms']) < 0.02 for r in j['records'] for b in r['backends'])" \
+    "the parts and other_ms add up to total_ms"
+json_check "$R" "all(set(b['host_work']) == {'gpu_prefilter', 'reps_matched_on_gpu', 'outputs_copied', 'outputs_hashed', 'outputs_checked'} for r in j['records'] for b in r['backends'])" \
+    "every backend entry has host_work"
+json_check "$R" "all(set(r['time_breakdown_ms']) == {'reference_ms', 'census_ms', 'backends_ms', 'other_ms', 'total_ms'} and r['time_breakdown_ms']['total_ms'] > 0 and r['time_breakdown_ms']['reference_ms'] > 0 for r in j['records'])" \
+    "every record has its own time_breakdown_ms (CPU reference, census, workers)"
+json_check "$R" 'j["context"]["gpu_prefilter"] is True' "the GPU pre-filter is on by default"
+expect_grep '^# time records: [0-9.]+ ms = cpu reference [0-9.]+ \+ census [0-9.]+ \+ backend workers [0-9.]+ \+ other [0-9.]+$' \
+    "$TMP/table.txt" "the table ends with the records' time line"
+if python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["context"]["device"] is None else 1)' "$R"; then
+    json_check "$R" "all(b['time_breakdown_ms']['total_ms'] == 0 and b['host_work']['outputs_copied'] == 0 and b['host_work']['gpu_prefilter'] is False for r in j['records'] for b in r['backends'])" \
+        "no device: nothing ran, so every backend's time and host work are zero"
+fi
+expect_exit 0 "--no-gpu-prefilter is accepted" -- "$AUDIT" run --quiet --reps 1 --no-gpu-prefilter --out "$TMP/nopre.json" "$CAPTURE"
+json_check "$TMP/nopre.json" 'j["context"]["gpu_prefilter"] is False and "--no-gpu-prefilter" in j["context"]["command_line"]' \
+    "--no-gpu-prefilter: the context says the pre-filter is off"
+mkdir -p "$TMP/dumps"
+expect_exit 0 "--dump-outputs turns the pre-filter off" -- "$AUDIT" run --quiet --reps 1 --dump-outputs "$TMP/dumps" --out "$TMP/dumped.json" "$CAPTURE"
+json_check "$TMP/dumped.json" 'j["context"]["gpu_prefilter"] is False' "--dump-outputs: the context says the pre-filter is off"
+
 # ---- the reference hashes against numpy ------------------------------------------------------
 # reference_hashes.py CAPTURE [K|-] [RECORD ROWS]: one "output_sha256 set_sha256" line per record
 # (or for the listed rows of one record).

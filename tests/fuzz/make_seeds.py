@@ -181,16 +181,26 @@ def gate_report_json():
                 "predicted_overflow_rows": 0, "wrong_rows": 0, "wrong_not_predicted_overflow": 0,
                 "set_flapping_unexplained": 0, "wrong_not_predicted_overflow_list": [],
                 "set_flapping_unexplained_list": []},
+            "time_breakdown_ms": {
+                "device_open_ms": 210.5, "setup_ms": 3.25, "kernel_ms": 1.5,
+                "launch_overhead_ms": 0.2, "noise_wait_ms": 7.0, "row_hash_ms": 0.05,
+                "copy_ms": 0.01, "hash_ms": 0.02, "check_ms": 0.03, "dump_ms": 0,
+                "batch_invariance_ms": 0, "other_ms": 0.1, "total_ms": 222.66},
+            "host_work": {"gpu_prefilter": True, "reps_matched_on_gpu": len(reps) - len(distinct),
+                          "outputs_copied": len(distinct), "outputs_hashed": len(distinct),
+                          "outputs_checked": len(distinct)},
         }
     return {
         "schema": "dsatopk-audit/report", "schema_version": 1, "complete": True,
         "stop_reason": None, "exit_code": 0,
         "context": {"host": "fuzz", "utc_time": "2026-11-29T10:00:00Z",
-                    "device": {"name": "NVIDIA H200"}},
+                    "device": {"name": "NVIDIA H200"}, "gpu_prefilter": True},
         "records": [{
             "file": "captures/a.bin", "index": 0, "global_index": 0, "rows": 4,
             "source_rows": None, "k": 16, "payload_sha256": digest("1"),
             "reference": {"output_sha256": digest("a"), "set_sha256": digest("f")},
+            "time_breakdown_ms": {"reference_ms": 1.5, "census_ms": 0.5, "backends_ms": 450.0,
+                                  "other_ms": 0.25, "total_ms": 452.25},
             "backends": [backend("bitonic", "gpu_to_gpu", "aa"),
                          backend("radix", "not_guaranteed", "aab")],
         }],
@@ -202,7 +212,7 @@ def option_seeds():
     seeds = {
         "parse-run": "parse\nrun\n--backends\nradix,bitonic\n--reps\n3\n--noise\nmixed\n--rows\n"
                      "0-3,7\n--records\n1\n--k\n2048\n--graph\n--batch-invariance\n--seed\n99\n"
-                     "x.bin",
+                     "--no-gpu-prefilter\nx.bin",
         "parse-bench": "parse\nbench\n--shapes\n16x131072:2048,64x8192:512\n--families\nrelu\n"
                        "--replays\n100\n--backends\nsort",
         "parse-devices": "parse\n--emulate-smem-per-sm\n101376\ndevices\n--k\n512,2048\n--length\n"

@@ -2,6 +2,8 @@
 # GPU suite: `run` end to end on the shipped captures (exit 77 = skipped without a CUDA device).
 # Checks: the deterministic backends (bitonic, sort) give one distinct output equal to the CPU
 # reference with zero violations on every record, in eager, graph and batch-invariance modes;
+# every entry carries a time breakdown whose parts add up; the GPU pre-filter copies back and
+# hashes only new outputs and leaves the report as --no-gpu-prefilter writes it;
 # the exit code follows the verdicts; --dump-outputs files hash to the reported SHA-256; the
 # radix negative control shows at least two distinct sets on a 0.0-plateau record (if it never
 # does, the audit could not detect anything).
@@ -46,6 +48,48 @@ json_check "$R" "all(v['total_rows'] == 0 for b in $DETERMINISTIC for v in b['vi
 json_check "$R" "all(b['kernel_time_us']['median'] is not None and b['kernel_time_us']['median'] > 0 for b in $DETERMINISTIC)" \
     "kernel times measured"
 
+# The time breakdown (docs/REPORT.md "time_breakdown_ms"): every part present, the parts and
+# other_ms add up to total_ms, the kernels took time; the table ends with the time lines.
+OK_ENTRIES='[b for r in j["records"] for b in r["backends"] if b["status"] == "ok"]'
+TIME_KEYS='("device_open_ms", "setup_ms", "kernel_ms", "launch_overhead_ms", "noise_wait_ms", "row_hash_ms", "copy_ms", "hash_ms", "check_ms", "dump_ms", "batch_invariance_ms", "other_ms")'
+json_check "$R" "all(set(b['time_breakdown_ms']) == set($TIME_KEYS) | {'total_ms'} for r in j['records'] for b in r['backends'])" \
+    "time_breakdown_ms: every part on every entry"
+json_check "$R" "all(b['time_breakdown_ms']['total_ms'] > 0 and b['time_breakdown_ms']['kernel_ms'] > 0 and min(b['time_breakdown_ms'].values()) >= 0 and abs(sum(b['time_breakdown_ms'][k] for k in $TIME_KEYS) - b['time_breakdown_ms']['total_ms']) < 0.02 for b in $OK_ENTRIES)" \
+    "time_breakdown_ms: the kernels took time, the parts add up to total_ms"
+json_check "$R" "all(b['time_breakdown_ms']['row_hash_ms'] > 0 and b['host_work']['gpu_prefilter'] for b in $OK_ENTRIES) and j['context']['gpu_prefilter'] is True" \
+    "the GPU pre-filter ran on every replayed entry"
+expect_grep '^# time all backends: [0-9.]+ ms = .*kernel ' "$TMP/table.txt" "the table's time line for all backends"
+expect_grep '^# time bitonic: [0-9.]+ ms = ' "$TMP/table.txt" "a time line per backend"
+# Only new outputs are copied back, SHA-256'd and checked; every other rep matched on the GPU.
+json_check "$R" "all(b['host_work']['outputs_hashed'] + b['host_work']['reps_matched_on_gpu'] == b['reps'] == 5 and b['host_work']['outputs_copied'] == b['host_work']['outputs_hashed'] == b['host_work']['outputs_checked'] >= b['distinct_outputs'] for b in $OK_ENTRIES)" \
+    "pre-filter: outputs copied = hashed = checked (the new ones), the other reps matched on the GPU"
+json_check "$R" "all(b['host_work']['outputs_hashed'] == 1 and b['host_work']['reps_matched_on_gpu'] == 4 for b in $DETERMINISTIC)" \
+    "pre-filter: bitonic and sort copy and hash one output of 5 reps"
+
+# The same audit without the pre-filter gives the same report, times and host work aside.
+expect_exit 0 "--no-gpu-prefilter on tie.bin, relu.bin and plateau.bin (bitonic, sort, filtered-det)" -- \
+    "$AUDIT" run --quiet --reps 5 --noise none --backends bitonic,sort,filtered-det --no-gpu-prefilter \
+    --out "$TMP/full.json" captures/tie.bin captures/relu.bin captures/plateau.bin
+expect_exit 0 "the same with the pre-filter" -- \
+    "$AUDIT" run --quiet --reps 5 --noise none --backends bitonic,sort,filtered-det \
+    --out "$TMP/filtered.json" captures/tie.bin captures/relu.bin captures/plateau.bin
+json_check "$TMP/full.json" "j['context']['gpu_prefilter'] is False and all(b['host_work']['outputs_hashed'] == b['host_work']['outputs_copied'] == 5 and b['host_work']['reps_matched_on_gpu'] == 0 for r in j['records'] for b in r['backends'])" \
+    "--no-gpu-prefilter: every rep copied back and SHA-256'd"
+python3 - "$TMP/full.json" "$TMP/filtered.json" >"$TMP/prefilter.txt" 2>&1 <<'EOF2'
+import json, sys
+strip = ("time_breakdown_ms", "host_work", "kernel_time_us")
+def entries(path):
+    report = json.load(open(path))
+    return [{k: v for k, v in b.items() if k not in strip}
+            for r in report["records"] for b in r["backends"]]
+full, filtered = entries(sys.argv[1]), entries(sys.argv[2])
+bad = [(a["name"], a.get("verdict")) for a, b in zip(full, filtered) if a != b]
+print("entries", len(full), "differing", len(bad), bad[:3])
+sys.exit(1 if bad or len(full) != len(filtered) or not full else 0)
+EOF2
+if [ $? -eq 0 ]; then pass "the pre-filter changes nothing but times and host work ($(cat "$TMP/prefilter.txt"))"
+else fail "the pre-filter changed the report"; cat "$TMP/prefilter.txt"; fi
+
 # Negative control: radix flaps on a plateau whose boundary sits in the 0.0 plateau.
 json_check "$R" "any(b['name'] == 'radix' and b['status'] == 'ok' and b['distinct_sets'] >= 2 for r in j['records'] if r['census']['census'][0]['underdetermined_rows'] > 0 for b in r['backends'])" \
     "negative control: radix shows >= 2 distinct sets on an underdetermined record"
@@ -74,6 +118,8 @@ sys.exit(1 if bad or files != 6 else 0)
 EOF
 if [ $? -eq 0 ]; then pass "dump files hash to the reported output_sha256 ($(tail -1 "$TMP/dumpcheck.txt"))"
 else fail "dump hashes"; cat "$TMP/dumpcheck.txt"; fi
+json_check "$TMP/dump.json" "j['context']['gpu_prefilter'] is False and all(b['host_work']['outputs_copied'] == 3 and b['time_breakdown_ms']['dump_ms'] > 0 for r in j['records'] for b in r['backends'])" \
+    "--dump-outputs turns the pre-filter off: every rep copied back and dumped"
 
 # Graph and batch-invariance modes on the deterministic backends.
 expect_exit 0 "--graph --batch-invariance on tie.bin and relu.bin (bitonic, sort)" -- \
