@@ -5,15 +5,19 @@
 # matters lands in $OUT (at most 8 files come back): logs.txt, seed-report.json,
 # shipped-report.json, bench.json, torch-bench.json.
 # Usage: scripts/device-check.sh [STEP...]
-#   steps: suite split sanitize run isolation devices bench racecheck (default: all but split
-#   and racecheck, which are slow or only needed when bitonic's split path changed)
+#   steps: suite split sanitize sanitize-plugins run isolation devices breakdown bench racecheck
+#   racecheck-split (default: all but split, sanitize-plugins, racecheck and racecheck-split,
+#   which are slow or only needed when bitonic's tree path or the plugin code changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
 mkdir -p "$OUT"
 . device-bundle/env.sh
 LOG="$OUT/logs.txt"
 steps=${*:-suite sanitize run isolation devices bench}
-BENCH_SHAPES=${BENCH_SHAPES:-16x8192:512,4x32768:2048,16x65536:2048,16x131072:2048,64x32768:2048,64x131072:2048}
+# Empty: the bench command's default grid (B in {1,4,16,64} x L in {8192..131072} x k in {512,2048}).
+BENCH_SHAPES=${BENCH_SHAPES:-}
+shape_args=()
+[ -n "$BENCH_SHAPES" ] && shape_args=(--shapes "$BENCH_SHAPES")
 
 # step NAME SECONDS COMMAND...: runs with a time limit, appends its output to logs.txt and prints
 # one summary line (the reply of the device tool keeps only the end of the output).
@@ -35,10 +39,12 @@ for s in $steps; do
         step devices 60 dsatopk-audit devices
         step devices-gb10 60 dsatopk-audit --emulate-smem-per-sm 102400 devices
         step gpu-suite 300 test_gpu_backends
+        step gpu-row-hash 60 test_gpu_row_hash
         step gpu-run 300 tests/gpu/test_gpu_run.sh device-bundle/bin/dsatopk-audit
         ;;
     split)
-        # bitonic's multi-CTA path on every shape, then the one-CTA path alone.
+        # bitonic's tree path with leaves of 2048 (several leaves and tree levels on every shape),
+        # then the one-CTA path alone.
         step gpu-suite-split 300 env DSATOPK_BITONIC_SPLIT=always test_gpu_backends --backend bitonic
         step gpu-suite-nosplit 300 env DSATOPK_BITONIC_SPLIT=never test_gpu_backends --backend bitonic
         step memcheck-split 150 env DSATOPK_BITONIC_SPLIT=always compute-sanitizer --tool memcheck \
@@ -57,6 +63,38 @@ for s in $steps; do
                 test_gpu_backends --backend "$backend" --quick --k 100
         done
         ;;
+    racecheck-split)
+        # bitonic's tree path with leaves of 2048 on every shape (racecheck above lets bitonic
+        # choose: the tree path for k <= 4096, leaves of 8192).
+        step racecheck-split 150 env DSATOPK_BITONIC_SPLIT=always compute-sanitizer --tool racecheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        ;;
+    sanitize-plugins)
+        # The example plugin under memcheck and initcheck: test_gpu_plugins' cases (every synth
+        # family, eager and graph replays, k 100) and `run --plugin` on the shipped edge records
+        # (k 2048, row starts, padding, page tables). The faulty plugins fault on purpose and are
+        # left out, except plugin_oob as the negative control: memcheck must report its invalid
+        # read, or the tool does not see plugin kernels (their CUDA runtime is the plugin's own)
+        # or the forked children at all. The CUDA work happens in forked children, so
+        # sanitizer-run.sh judges every process's ERROR SUMMARY, not the exit code.
+        step plugin-memcheck 150 bash scripts/sanitizer-run.sh memcheck \
+            test_gpu_plugins device-bundle/plugins --only example_plugin --k 100
+        step plugin-initcheck 150 bash scripts/sanitizer-run.sh initcheck \
+            test_gpu_plugins device-bundle/plugins --only example_plugin --k 100
+        rm -f /tmp/plugin-memcheck-report.json
+        step plugin-memcheck-run 120 bash scripts/sanitizer-run.sh memcheck \
+            dsatopk-audit run --reps 3 --graph --noise none \
+            --plugin device-bundle/plugins/example_plugin.so --backends example-simple \
+            --out /tmp/plugin-memcheck-report.json captures/edge.bin
+        # ... and it did replay: example-simple ran and passed on all 11 records.
+        step plugin-memcheck-ran 30 python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+print("example-simple under memcheck:", s["status"]["ok"], "ok,", s["backends_pass"], "pass of 11")
+sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
+            /tmp/plugin-memcheck-report.json
+        step plugin-oob-control 60 bash scripts/sanitizer-run.sh --expect 'Invalid __global__ read' \
+            memcheck test_gpu_plugins device-bundle/plugins --only plugin_oob
+        ;;
     isolation)
         step gpu-plugins 200 test_gpu_plugins device-bundle/plugins
         step gpu-isolation 240 tests/gpu/test_gpu_isolation.sh device-bundle/bin/dsatopk-audit \
@@ -74,9 +112,17 @@ for s in $steps; do
         step run-shipped 300 dsatopk-audit run --reps 10 --graph --batch-invariance \
             --out "$OUT/shipped-report.json" captures
         ;;
+    breakdown)
+        # Where `run` spends its time (issue 6): 25 reps x every backend on one 64 x 131072 record.
+        step breakdown-synth 60 dsatopk-audit synth -f relu -b 64 -L 131072 -k 2048 -s 1 \
+            -o /tmp/relu-64x131072.bin
+        step breakdown 300 dsatopk-audit run --reps 25 --out "$OUT/breakdown.json" \
+            /tmp/relu-64x131072.bin
+        grep '^# time' "$LOG" | tail -8
+        ;;
     bench)
-        step bench 400 dsatopk-audit bench --shapes "$BENCH_SHAPES" --out "$OUT/bench.json"
-        step torch-bench 200 python3 scripts/bench_torch.py --shapes "$BENCH_SHAPES" \
+        step bench 400 dsatopk-audit bench "${shape_args[@]}" --out "$OUT/bench.json"
+        step torch-bench 300 python3 scripts/bench_torch.py "${shape_args[@]}" \
             --out "$OUT/torch-bench.json"
         ;;
     *) echo "device-check.sh: unknown step '$s'" >&2; exit 2 ;;
