@@ -226,13 +226,36 @@ int checks_output(struct check_context *context, const int32_t *out, const int32
                   const struct check_claims *claims, struct check_counts *counts,
                   uint32_t *row_flags, struct audit_error *err)
 {
+    if (!context || !context->record)
+        return audit_fail(err, AUDIT_EUSAGE,
+                          "checks_output: a prepared context, an output and counts are required");
+    return checks_output_rows(context, out, raw_out, claims, 0, context->rows, context->seen,
+                              counts, row_flags, err);
+}
+
+void check_counts_add(struct check_counts *sum, const struct check_counts *part)
+{
+    for (int kind = 0; kind < CHECK_KIND_COUNT; kind++)
+        sum->violations[kind] += part->violations[kind];
+    sum->rows_with_violation += part->rows_with_violation;
+    sum->equals_reference = sum->equals_reference && part->equals_reference;
+}
+
+int checks_output_rows(const struct check_context *context, const int32_t *out,
+                       const int32_t *raw_out, const struct check_claims *claims,
+                       uint32_t first_row, uint32_t end_row, uint8_t *seen,
+                       struct check_counts *counts, uint32_t *row_flags, struct audit_error *err)
+{
     static const struct check_claims no_claims;
     struct multiset_scratch scratch = { 0 };
     int status = 0;
 
-    if (!context || !context->record || !out || !counts)
+    if (!context || !context->record || !out || !counts || !seen)
         return audit_fail(err, AUDIT_EUSAGE,
                           "checks_output: a prepared context, an output and counts are required");
+    if (first_row > end_row || end_row > context->rows)
+        return audit_fail(err, AUDIT_EUSAGE, "checks_output: rows %u..%u outside the %u rows",
+                          first_row, end_row, context->rows);
     const struct capture_record *record = context->record;
     bool paged = record->page_size != 0;
     if (paged && !raw_out)
@@ -245,12 +268,12 @@ int checks_output(struct check_context *context, const int32_t *out, const int32
         raw_out = out; /* without pages the output is the raw output; a given raw_out is unused */
 
     uint32_t k = context->k;
-    size_t slots = (size_t)context->rows * k;
+    const size_t first_slot = (size_t)first_row * k, slots = (size_t)(end_row - first_row) * k;
     const int32_t *reference_raw = context->reference_raw ? context->reference_raw
                                                           : context->reference;
     memset(counts, 0, sizeof(*counts));
 
-    for (uint32_t b = 0; b < context->rows; b++) {
+    for (uint32_t b = first_row; b < end_row; b++) {
         const float *window = capture_row_window(record, b);
         int32_t length = record->lengths[b];
         const int32_t *out_row = out + (size_t)b * k;
@@ -282,7 +305,7 @@ int checks_output(struct check_context *context, const int32_t *out, const int32
                 flags |= 1u << CHECK_OUT_OF_RANGE;
                 continue;
             }
-            if (seen_test_and_set(context->seen, raw)) {
+            if (seen_test_and_set(seen, raw)) {
                 flags |= 1u << CHECK_DUPLICATE;
                 continue;
             }
@@ -334,7 +357,7 @@ int checks_output(struct check_context *context, const int32_t *out, const int32
             const int32_t *expected_row = reference_raw + (size_t)b * k;
             bool same_set = valid_entries == needed;
             for (uint32_t j = 0; j < k && same_set; j++)
-                if (expected_row[j] >= 0 && !seen_test(context->seen, expected_row[j]))
+                if (expected_row[j] >= 0 && !seen_test(seen, expected_row[j]))
                     same_set = false;
             if (!same_set)
                 flags |= 1u << CHECK_TIE_RULE;
@@ -343,7 +366,7 @@ int checks_output(struct check_context *context, const int32_t *out, const int32
         /* Clear only the marks this row set. */
         for (uint32_t j = 0; j < k; j++)
             if (raw_row[j] >= 0 && raw_row[j] < length)
-                seen_clear(context->seen, raw_row[j]);
+                seen_clear(seen, raw_row[j]);
 
         if (row_flags)
             row_flags[b] = flags;
@@ -355,8 +378,9 @@ int checks_output(struct check_context *context, const int32_t *out, const int32
     }
 
     counts->equals_reference =
-        memcmp(out, context->reference, slots * sizeof(int32_t)) == 0 &&
-        (!paged || memcmp(raw_out, context->reference_raw, slots * sizeof(int32_t)) == 0);
+        memcmp(out + first_slot, context->reference + first_slot, slots * sizeof(int32_t)) == 0 &&
+        (!paged || memcmp(raw_out + first_slot, context->reference_raw + first_slot,
+                          slots * sizeof(int32_t)) == 0);
 
 done:
     free(scratch.selected);

@@ -67,5 +67,17 @@ void checks_release(struct check_context *context);
 int checks_output(struct check_context *context, const int32_t *out, const int32_t *raw_out,
                   const struct check_claims *claims, struct check_counts *counts,
                   uint32_t *row_flags, struct audit_error *err);
+/* The same checks on rows [first_row, end_row) only, for a caller that splits an output's rows
+ * over threads: counts is overwritten with those rows' counts (equals_reference: those rows are
+ * the reference's), row_flags receives their flags at their own row numbers, and seen replaces
+ * the context's scratch marks (context->seen_bytes bytes, zero on entry and left zero). The
+ * context is only read, so calls on disjoint rows with their own seen may run at once. */
+int checks_output_rows(const struct check_context *context, const int32_t *out,
+                       const int32_t *raw_out, const struct check_claims *claims,
+                       uint32_t first_row, uint32_t end_row, uint8_t *seen,
+                       struct check_counts *counts, uint32_t *row_flags, struct audit_error *err);
+/* Adds the counts of part (other rows of the same output) to sum; equals_reference when both
+ * are. Start sum with zero counts and equals_reference true. */
+void check_counts_add(struct check_counts *sum, const struct check_counts *part);
 
 #endif

@@ -108,6 +108,16 @@ int hash_index_sets_reusing(const int32_t *indices, uint32_t rows, uint32_t k,
     return 0;
 }
 
+void hash_sorted_index_rows(const int32_t *const *sorted_rows, uint32_t rows, uint32_t k,
+                            uint8_t digest[HASH_BYTES])
+{
+    struct sha256_stream stream;
+    stream_init(&stream);
+    for (uint32_t b = 0; b < rows; b++)
+        update_indices_le(&stream, sorted_rows[b], k);
+    stream_final(&stream, digest);
+}
+
 void hash_output_rows64(const int32_t *out, const int32_t *raw_out, uint32_t rows, uint32_t k,
                         uint64_t *row_hashes)
 {

@@ -25,6 +25,11 @@ int hash_index_sets_reusing(const int32_t *indices, uint32_t rows, uint32_t k,
                             const int32_t *known, const int32_t *known_sorted,
                             uint8_t digest[HASH_BYTES]);
 
+/* The same hash of rows whose sorted entries are already at sorted_rows[b] (k each): for a
+ * caller that sorted the rows elsewhere (on several threads); the SHA-256 itself is one stream. */
+void hash_sorted_index_rows(const int32_t *const *sorted_rows, uint32_t rows, uint32_t k,
+                            uint8_t digest[HASH_BYTES]);
+
 /* Per-row 64-bit hashes of rows x k indices and their raw indices (NULL: none): the host twin of
  * the device pre-filter (kernels/output_hash.h), equal to it bit for bit. Not a SHA-256: rows
  * differing in one slot always differ, rows differing in more collide with probability ~2^-64. */

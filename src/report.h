@@ -89,11 +89,20 @@ struct output_tally {
     uint32_t *row_reps_set_differing;
     uint32_t *row_max_positions_differing;
     uint32_t *row_max_indices_differing;
-    int32_t *sort_scratch;          /* 2k entries: a row being sorted and the sort's scratch */
+    int32_t *sort_scratch;          /* k entries: the calling thread's row-sort scratch */
+    /* The host work of the new distinct output being added (src/report.c "output_work"), kept
+     * from one output to the next; allocated with the first output. */
+    int32_t *work_sorted;           /* rows * k: its rows that differ from the baseline, sorted */
+    const int32_t **work_sorted_rows; /* per row: its sorted row (work_sorted or baseline_sorted) */
+    uint32_t *work_positions;       /* per row: slots differing from the baseline (0: same row) */
+    uint32_t *work_indices;         /* per row: indices selected and absent from the baseline */
+    uint32_t *work_row_flags;       /* per row: its contract-check flags */
     /* Host work, for time_breakdown_ms and host_work (docs/REPORT.md): milliseconds spent on
-     * SHA-256 (outputs, raw outputs, index sets) and on the checks and baseline comparison of
-     * new distinct outputs; reps whose full output was SHA-256'd; distinct outputs checked in
-     * full; reps counted from their GPU row hashes alone. */
+     * SHA-256 (outputs, raw outputs, index sets, with the row sorts) and on the checks and
+     * baseline comparison of new distinct outputs (run on several threads at once, the phase's
+     * wall time is split between the two in proportion to their threads' time); reps whose full
+     * output was SHA-256'd; distinct outputs checked in full; reps counted from their GPU row
+     * hashes alone. */
     double hash_ms, check_ms;
     uint32_t outputs_hashed, outputs_checked, gpu_hash_matches;
     size_t row_hash_bytes;          /* kept in distinct[].row_hashes, at most the budget */
@@ -103,13 +112,20 @@ struct output_tally {
  * checked in full but no longer recognised on the GPU (the pre-filter then saves nothing). */
 #define OUTPUT_TALLY_ROW_HASH_BUDGET_BYTES ((size_t)64 << 20)
 
+/* The host work of a new distinct output runs on host_threads_count(rows * k, this) threads
+ * (host_threads.h): an output of fewer indices per thread than this would spend more starting
+ * threads (tens of microseconds each) than they save. */
+#define OUTPUT_TALLY_INDICES_PER_THREAD ((size_t)16384)
+
 /* reps_capacity: how many reps will be added (arrays are sized once). baseline: NULL to use the
  * first output added, else rows * k indices copied now. */
 int output_tally_init(struct output_tally *tally, uint32_t rows, uint32_t k, uint32_t reps_capacity,
                       const int32_t *baseline, struct audit_error *err);
 /* Adds one rep's output (rows * k, translated when paged) and its raw indices (NULL without a
  * page table). checks: NULL to skip the contract checks (counts stay zero); reference: rows * k
- * (NULL: equals_reference stays false). time_us: NaN when not timed. */
+ * (NULL: equals_reference stays false). time_us: NaN when not timed. The host work of a new
+ * distinct output runs on threads started and joined within the call (OUTPUT_TALLY_INDICES_PER_
+ * THREAD below); what is recorded does not depend on how many. */
 int output_tally_add(struct output_tally *tally, const int32_t *out, const int32_t *raw_out,
                      double time_us, struct check_context *checks,
                      const struct check_claims *claims, const int32_t *reference,
@@ -173,7 +189,8 @@ struct batch_invariance_result {
 };
 
 /* Where one record x backend's time went, in milliseconds (docs/REPORT.md "time_breakdown_ms").
- * Host phases are CLOCK_MONOTONIC intervals that do not overlap; kernel_ms is the CUDA-event
+ * Host phases are CLOCK_MONOTONIC intervals that do not overlap (hash_ms and check_ms split the
+ * wall time of the threaded work of new outputs between them); kernel_ms is the CUDA-event
  * time of the timed launches, which lies inside their host wait (launch_overhead_ms is that wait
  * minus kernel_ms). hash_ms and check_ms live in the tallies until
  * backend_result_time_breakdown() folds them in; "other" is never stored: it is what total_ms
@@ -187,7 +204,7 @@ struct time_breakdown {
     double noise_wait_ms;       /* waiting for each rep's noise burst to finish */
     double row_hash_ms;         /* GPU row hashes: kernel and copying rows x 8 bytes back */
     double copy_ms;             /* outputs copied back to the host */
-    double hash_ms;             /* SHA-256 of outputs, raw outputs and index sets */
+    double hash_ms;             /* SHA-256 of outputs, raw outputs and index sets, row sorts */
     double check_ms;            /* contract checks and baseline comparison of new outputs */
     double dump_ms;             /* --dump-outputs files */
     double batch_invariance_ms; /* the whole --batch-invariance test */

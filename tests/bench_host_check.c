@@ -12,7 +12,9 @@
  * as hash_ms and check_ms.
  *
  * Prints, per distinct output, the median over RUNS (default 5) of: the tally's hash_ms and
- * check_ms, the whole call, and the parts alone (hash_indices, hash_index_sets, checks_output).
+ * check_ms, the whole call, and the parts alone, one after the other on one thread
+ * (hash_indices, hash_index_sets, checks_output). The tally runs its parts on the threads
+ * host_threads_count gives (DSATOPK_HOST_THREADS=1: one after the other, as before).
  * The last line is a SHA-256 of everything the tally recorded (per-rep hashes, set hashes,
  * counts, per-row flags and flapping arrays): it must not change when the code gets faster. */
 #include <stdint.h>
@@ -28,6 +30,7 @@
 #include "checks.h"
 #include "error.h"
 #include "hash.h"
+#include "host_threads.h"
 #include "reference.h"
 #include "report.h"
 #include "synth.h"
@@ -209,7 +212,8 @@ int main(int argc, char **argv)
 
     printf("# relu %u x %u, k %u, %u reps (%u distinct outputs), median of %d runs\n",
            BENCH_ROWS, BENCH_LENGTH, BENCH_K, reps, distinct, runs);
-    printf("# milliseconds per distinct output\n");
+    printf("# milliseconds per distinct output; the tally on %u host threads\n",
+           host_threads_count(count, OUTPUT_TALLY_INDICES_PER_THREAD));
     for (int part = 0; part < PARTS; part++)
         printf("%-20s %8.3f\n", part_names[part], bench_median(samples[part], runs));
     char hex[HASH_HEX_BYTES];

@@ -420,6 +420,45 @@ static void test_combined(void **state)
     assert_true(fixture->counts.equals_reference);
 }
 
+/* Rows checked in parts, each with its own marks (as threads do), give what one call gives. */
+static void test_rows_in_parts_equal_one_call(void **state)
+{
+    struct fixture *fixture = *state;
+    struct audit_error err = { 0 };
+    set_row(fixture, 0, 4, 1, 3);
+    set_row(fixture, 1, 0, -1, 1);
+    set_row(fixture, 3, 0, 0, 2);
+    set_row(fixture, 5, 2, 0, -1);
+    struct check_counts whole;
+    uint32_t whole_flags[BASIC_ROWS];
+    assert_int_equal(checks_output(&fixture->context, fixture->out, NULL, &claims_canonical,
+                                   &whole, whole_flags, &err), 0);
+    const uint32_t splits[][2] = { { 0, 1 }, { 1, 4 }, { 4, 4 }, { 4, BASIC_ROWS } };
+    uint8_t *seen = calloc(fixture->context.seen_bytes, 1);
+    assert_non_null(seen);
+    struct check_counts sum = { .equals_reference = true };
+    uint32_t flags[BASIC_ROWS] = { 0 };
+    for (size_t i = 0; i < sizeof(splits) / sizeof(splits[0]); i++) {
+        struct check_counts part;
+        assert_int_equal(checks_output_rows(&fixture->context, fixture->out, NULL,
+                                            &claims_canonical, splits[i][0], splits[i][1], seen,
+                                            &part, flags, &err), 0);
+        check_counts_add(&sum, &part);
+    }
+    assert_memory_equal(&sum, &whole, sizeof(sum));
+    assert_memory_equal(flags, whole_flags, sizeof(flags));
+    for (size_t i = 0; i < fixture->context.seen_bytes; i++)
+        assert_int_equal(seen[i], 0); /* left clear for the next call */
+    /* Rows of the reference alone equal the reference, whatever the other rows hold. */
+    struct check_counts part;
+    assert_int_equal(checks_output_rows(&fixture->context, fixture->out, NULL, NULL, 2, 3, seen,
+                                        &part, NULL, &err), 0);
+    assert_true(part.equals_reference);
+    assert_int_equal(checks_output_rows(&fixture->context, fixture->out, NULL, NULL, 3, BASIC_ROWS + 1,
+                                        seen, &part, NULL, &err), AUDIT_EUSAGE);
+    free(seen);
+}
+
 static void test_null_row_flags_and_claims(void **state)
 {
     struct fixture *fixture = *state;
@@ -847,6 +886,8 @@ int main(void)
                                         teardown_fixture),
         cmocka_unit_test_setup_teardown(test_padding, setup_basic, teardown_fixture),
         cmocka_unit_test_setup_teardown(test_combined, setup_basic, teardown_fixture),
+        cmocka_unit_test_setup_teardown(test_rows_in_parts_equal_one_call, setup_basic,
+                                        teardown_fixture),
         cmocka_unit_test_setup_teardown(test_null_row_flags_and_claims, setup_basic,
                                         teardown_fixture),
         cmocka_unit_test(test_k_override),

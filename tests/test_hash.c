@@ -224,6 +224,22 @@ static void test_set_hash_sorts_rows_and_reuses_known_ones(void **state)
         assert_int_equal(hash_index_sets_reusing(out, rows, k, known, known_sorted, digest), 0);
         assert_memory_equal(digest, expected, HASH_BYTES);
 
+        /* Rows sorted elsewhere: the same digest from pointers to them. */
+        const int32_t **sorted_rows = malloc(rows * sizeof(*sorted_rows));
+        assert_non_null(sorted_rows);
+        memcpy(known, out, count * sizeof(int32_t));
+        for (uint32_t b = 0; b < rows; b++) {
+            qsort(known + (size_t)b * k, k, sizeof(int32_t), compare_int32);
+            sorted_rows[b] = known + (size_t)b * k;
+        }
+        hash_sorted_index_rows(sorted_rows, rows, k, digest);
+        assert_memory_equal(digest, expected, HASH_BYTES);
+        free(sorted_rows);
+        memcpy(known, out, count * sizeof(int32_t));
+        for (uint32_t b = 0; b < rows; b++)
+            if (b % 3)
+                known[(size_t)b * k] += 1;
+
         /* A row equal to known's takes known_sorted's row as it is (not sorted again). */
         int32_t swap = known_sorted[0];
         known_sorted[0] = known_sorted[1];

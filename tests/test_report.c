@@ -21,6 +21,7 @@
 #include "checks.h"
 #include "hash.h"
 #include "report.h"
+#include "synth.h"
 
 /* ---- fixtures ------------------------------------------------------------------------------- */
 
@@ -418,6 +419,177 @@ static void test_prefilter_unknown_row_hashes_change_nothing(void **state)
     assert_int_equal(tally->gpu_hash_matches, 1);
     output_tally_release(tally);
     free(tally);
+}
+
+/* ---- the host work of a new output on several threads --------------------------------------- */
+
+#define THREADED_REPS 12u
+#define THREADED_GRAPH_REPS 3u
+
+/* The reps of a flapping backend on a paged record (so raw outputs are hashed and checked too):
+ * rep r's rows are the reference's, those with (row + r) % 3 != 0 in an order drawn from
+ * (r, row) and the others in the first rep's order (rows equal to the baseline); reps 5 and 9
+ * repeat reps 2 and 3; in reps 4 and 7 every fourth row selects one index twice. */
+static void make_threaded_outputs(const struct check_context *checks, int32_t *outs,
+                                  int32_t *raws)
+{
+    const uint32_t rows = checks->rows, k = checks->k;
+    const size_t count = (size_t)rows * k;
+    for (uint32_t rep = 0; rep < THREADED_REPS; rep++) {
+        int32_t *out = outs + rep * count, *raw = raws + rep * count;
+        if (rep == 5 || rep == 9) {
+            memcpy(out, outs + (rep == 5 ? 2 : 3) * count, count * sizeof(int32_t));
+            memcpy(raw, raws + (rep == 5 ? 2 : 3) * count, count * sizeof(int32_t));
+            continue;
+        }
+        memcpy(out, checks->reference, count * sizeof(int32_t));
+        memcpy(raw, checks->reference_raw, count * sizeof(int32_t));
+        for (uint32_t b = 0; b < rows; b++) {
+            int32_t *out_row = out + (size_t)b * k, *raw_row = raw + (size_t)b * k;
+            struct synth_rng rng;
+            synth_rng_seed(&rng, rep == 0 || (b + rep) % 3 == 0 ? b : ((uint64_t)rep << 32) | b);
+            for (uint32_t i = k; i > 1; i--) {
+                uint32_t j = (uint32_t)(synth_rng_next(&rng) % i);
+                int32_t swap = out_row[i - 1];
+                out_row[i - 1] = out_row[j];
+                out_row[j] = swap;
+                swap = raw_row[i - 1];
+                raw_row[i - 1] = raw_row[j];
+                raw_row[j] = swap;
+            }
+            if ((rep == 4 || rep == 7) && b % 4 == 1) {
+                out_row[k - 1] = out_row[0];
+                raw_row[k - 1] = raw_row[0];
+            }
+        }
+    }
+}
+
+/* The entry of a backend fed those reps (with or without the GPU pre-filter; the last
+ * THREADED_GRAPH_REPS also as graph replays against the first) with DSATOPK_HOST_THREADS set to
+ * threads, without its times; adds the tally's per-row arrays to *rows_digest. */
+static cJSON *threaded_entry(const char *threads, bool prefilter, struct check_context *checks,
+                             const struct record_result *record, const int32_t *outs,
+                             const int32_t *raws, uint8_t rows_digest[HASH_BYTES])
+{
+    const uint32_t rows = checks->rows, k = checks->k;
+    const size_t count = (size_t)rows * k;
+    const struct check_claims claims = { 0 };
+    struct audit_error err = { 0 };
+    struct backend_result result;
+    uint64_t row_hashes[64];
+    assert_true(rows <= 64);
+    assert_int_equal(setenv("DSATOPK_HOST_THREADS", threads, 1), 0);
+    backend_result_init(&result, &radix_like_backend);
+    result.gpu_prefilter = prefilter;
+    result.graph_requested = result.graph_ran = true;
+    assert_int_equal(output_tally_init(&result.eager, rows, k, THREADED_REPS, NULL, &err),
+                     AUDIT_OK);
+    assert_int_equal(output_tally_init(&result.graph, rows, k, THREADED_GRAPH_REPS, outs, &err),
+                     AUDIT_OK);
+    const double started_ms = report_monotonic_ms();
+    for (uint32_t rep = 0; rep < THREADED_REPS + THREADED_GRAPH_REPS; rep++) {
+        const bool graph = rep >= THREADED_REPS;
+        struct output_tally *tally = graph ? &result.graph : &result.eager;
+        const uint32_t source = graph ? THREADED_REPS - THREADED_GRAPH_REPS + rep - THREADED_REPS
+                                      : rep;
+        const int32_t *out = outs + source * count, *raw = raws + source * count;
+        hash_output_rows64(out, raw, rows, k, row_hashes);
+        if (prefilter && output_tally_add_if_known(tally, row_hashes, 1.0 + rep))
+            continue;
+        if (output_tally_add_hashed(tally, out, raw, prefilter ? row_hashes : NULL, 1.0 + rep,
+                                    checks, &claims, checks->reference, &err) != AUDIT_OK)
+            fail_msg("threads %s: %s", threads, err.message);
+    }
+    /* Parts of the wall time, even when threads overlapped them. */
+    const double wall_ms = report_monotonic_ms() - started_ms;
+    assert_true(result.eager.hash_ms + result.eager.check_ms + result.graph.hash_ms +
+                    result.graph.check_ms <= wall_ms);
+    assert_int_equal(unsetenv("DSATOPK_HOST_THREADS"), 0);
+
+    crypto_hash_sha256_state digest;
+    crypto_hash_sha256_init(&digest);
+    const struct output_tally *tallies[2] = { &result.eager, &result.graph };
+    for (int t = 0; t < 2; t++) {
+        const size_t row_bytes = rows * sizeof(uint32_t);
+        crypto_hash_sha256_update(&digest, (const void *)tallies[t]->row_flags, row_bytes);
+        crypto_hash_sha256_update(&digest, (const void *)tallies[t]->row_reps_differing,
+                                  row_bytes);
+        crypto_hash_sha256_update(&digest, (const void *)tallies[t]->row_max_indices_differing,
+                                  row_bytes);
+        crypto_hash_sha256_update(&digest, (const void *)tallies[t]->rep_rows_differing,
+                                  tallies[t]->reps * sizeof(uint32_t));
+    }
+    crypto_hash_sha256_final(&digest, rows_digest);
+    cJSON *entry = entry_without_timing(&result, record);
+    backend_result_release(&result);
+    return entry;
+}
+
+static void test_threads_change_nothing_but_times(void **state)
+{
+    (void)state;
+    struct audit_error err = { 0 };
+    struct capture_record record = { 0 };
+    struct check_context checks;
+    const struct synth_params params = {
+        .family = "paged", .rows = 24, .length = 4096, .k = 256, .seed = 5, .page_size = 64,
+    };
+    assert_int_equal(synth_generate(&params, &record, &err), AUDIT_OK);
+    assert_int_equal(checks_prepare(&checks, &record, 0, &err), AUDIT_OK);
+    assert_non_null(checks.reference_raw);
+    const size_t count = (size_t)checks.rows * checks.k;
+    int32_t *outs = malloc(THREADED_REPS * count * sizeof(int32_t));
+    int32_t *raws = malloc(THREADED_REPS * count * sizeof(int32_t));
+    assert_non_null(outs);
+    assert_non_null(raws);
+    make_threaded_outputs(&checks, outs, raws);
+    struct record_result record_result = { .file = "paged.bin", .record = &record,
+                                           .k = checks.k };
+
+    for (int prefilter = 0; prefilter < 2; prefilter++) {
+        uint8_t sequential_rows[HASH_BYTES], rows_digest[HASH_BYTES];
+        cJSON *sequential = threaded_entry("1", prefilter, &checks, &record_result, outs, raws,
+                                           sequential_rows);
+        /* Something to compare: several outputs, duplicates, flapping rows, graph mismatches. */
+        assert_int_equal(cJSON_GetObjectItem(sequential, "distinct_outputs")->valueint, 10);
+        const cJSON *duplicates = cJSON_GetObjectItem(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(sequential, "violations"), "duplicate"),
+            "total_rows");
+        assert_true(duplicates->valueint > 0);
+        assert_true(cJSON_GetObjectItem(sequential, "flapping_rows_total")->valueint > 0);
+        /* 2 and 64 threads for 24 rows (chunks of one row), 3 for uneven chunks. */
+        static const char *const settings[] = { "2", "3", "64" };
+        for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+            cJSON *threaded = threaded_entry(settings[i], prefilter, &checks, &record_result,
+                                             outs, raws, rows_digest);
+            if (!cJSON_Compare(sequential, threaded, true)) {
+                char *a = cJSON_Print(sequential), *b = cJSON_Print(threaded);
+                fail_msg("%s threads changed the entry:\n%s\n%s", settings[i], a, b);
+            }
+            assert_memory_equal(rows_digest, sequential_rows, HASH_BYTES);
+            cJSON_Delete(threaded);
+        }
+        cJSON_Delete(sequential);
+    }
+
+    /* A check that fails on every thread fails the add once, and the output is not kept as the
+     * baseline (a paged record's output needs its raw indices). */
+    assert_int_equal(setenv("DSATOPK_HOST_THREADS", "3", 1), 0);
+    struct output_tally *tally = tally_new(checks.rows, checks.k, 1, NULL);
+    assert_int_equal(output_tally_add(tally, outs, NULL, 1.0, &checks, NULL, checks.reference,
+                                      &err),
+                     AUDIT_EUSAGE);
+    assert_non_null(strstr(err.message, "raw"));
+    assert_null(tally->baseline);
+    assert_int_equal(tally->distinct_count, 0);
+    assert_int_equal(unsetenv("DSATOPK_HOST_THREADS"), 0);
+    output_tally_release(tally);
+    free(tally);
+    free(outs);
+    free(raws);
+    checks_release(&checks);
+    capture_record_free(&record);
 }
 
 /* ---- the time breakdown --------------------------------------------------------------------- */
@@ -977,6 +1149,7 @@ int main(void)
         cmocka_unit_test(test_violations_checked_once_per_distinct_output),
         cmocka_unit_test(test_prefilter_report_equals_full_hashing),
         cmocka_unit_test(test_prefilter_unknown_row_hashes_change_nothing),
+        cmocka_unit_test(test_threads_change_nothing_but_times),
         cmocka_unit_test(test_time_breakdown_arithmetic),
         cmocka_unit_test(test_tally_times_its_host_work),
         cmocka_unit_test(test_verdict_gpu_to_gpu),

@@ -1,0 +1,81 @@
+/* Unit tests of src/host_threads.c: the thread count (DSATOPK_HOST_THREADS, the default bound,
+ * small work on one thread) and host_threads_run (every slot runs once, slot 0 on the calling
+ * thread, all joined before it returns). */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "host_threads.h"
+
+static void test_count_from_environment_and_size(void **state)
+{
+    (void)state;
+    assert_int_equal(unsetenv("DSATOPK_HOST_THREADS"), 0);
+    const unsigned threads = host_threads_count(1u << 30, 1);
+    assert_true(threads >= 1 && threads <= HOST_THREADS_DEFAULT_MAX);
+    /* Too little work for a second thread. */
+    assert_int_equal(host_threads_count(100, 1000), 1);
+    assert_int_equal(host_threads_count(0, 1000), 1);
+
+    /* Set: that many, whatever the size; past the maximum, the maximum. */
+    assert_int_equal(setenv("DSATOPK_HOST_THREADS", "3", 1), 0);
+    assert_int_equal(host_threads_count(1, 1000), 3);
+    assert_int_equal(setenv("DSATOPK_HOST_THREADS", "1", 1), 0);
+    assert_int_equal(host_threads_count(1u << 30, 1), 1);
+    assert_int_equal(setenv("DSATOPK_HOST_THREADS", "1000", 1), 0);
+    assert_int_equal(host_threads_count(1, 1), HOST_THREADS_MAX);
+    /* Not a count: the default. */
+    static const char *const invalid[] = { "0", "", "two", "-2", " 2", "2x" };
+    for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
+        assert_int_equal(setenv("DSATOPK_HOST_THREADS", invalid[i], 1), 0);
+        assert_int_equal(host_threads_count(1u << 30, 1), threads);
+    }
+    assert_int_equal(unsetenv("DSATOPK_HOST_THREADS"), 0);
+}
+
+struct slots_seen {
+    pthread_mutex_t lock;
+    pthread_t caller;
+    unsigned runs[HOST_THREADS_MAX];
+    unsigned caller_slot_runs;
+};
+
+static void count_slot(void *argument, unsigned slot)
+{
+    struct slots_seen *seen = argument;
+    pthread_mutex_lock(&seen->lock);
+    seen->runs[slot]++;
+    if (pthread_equal(pthread_self(), seen->caller))
+        seen->caller_slot_runs += slot == 0;
+    pthread_mutex_unlock(&seen->lock);
+}
+
+static void test_run_calls_every_slot_once(void **state)
+{
+    (void)state;
+    static const unsigned counts[] = { 1, 2, 5, HOST_THREADS_MAX };
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+        struct slots_seen seen = { .caller = pthread_self() };
+        assert_int_equal(pthread_mutex_init(&seen.lock, NULL), 0);
+        host_threads_run(counts[i], count_slot, &seen);
+        /* Joined: every slot's count is final here. */
+        for (unsigned slot = 0; slot < HOST_THREADS_MAX; slot++)
+            assert_int_equal(seen.runs[slot], slot < counts[i] ? 1 : 0);
+        assert_int_equal(seen.caller_slot_runs, 1);
+        pthread_mutex_destroy(&seen.lock);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_count_from_environment_and_size),
+        cmocka_unit_test(test_run_calls_every_slot_once),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
