@@ -719,7 +719,7 @@ static_assert(BITONIC_BINS % TREE_THREADS == 0 && BITONIC_BINS / TREE_THREADS <=
 /* How a shape is cut (host and device): level 0 holds the leaves, the last level the root. */
 struct tree_plan {
     uint32_t leaf_elements;                 /* a multiple of TREE_LEAF_QUANTUM, <= capacity */
-    uint32_t fan_in;                        /* children per parent: TREE_CAPACITY / k */
+    uint32_t fan_in;                        /* children per parent: min(64, TREE_CAPACITY / k) */
     uint32_t levels;                        /* 1: the leaf is the root (no scratch) */
     uint32_t nodes_per_row;                 /* every level */
     uint32_t nodes[TREE_MAX_LEVELS];        /* nodes per row at each level */
