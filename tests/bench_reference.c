@@ -20,23 +20,13 @@
 #include "census.h"
 #include "error.h"
 #include "reference.h"
+#include "test_util.h"
 
 /* The floor below which the reference is too slow to audit captures in bulk. */
 #define FLOOR_SCORES_PER_SECOND 100e6
 
 enum family { FAMILY_RANDOM, FAMILY_RELU_PLATEAU, FAMILY_ALL_EQUAL, FAMILY_COUNT };
 static const char *const family_names[FAMILY_COUNT] = { "random", "relu-plateau", "all-equal" };
-
-static uint64_t rng_state;
-
-static uint64_t next_random(void)
-{
-    /* splitmix64 */
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static double next_uniform(void)
 {

@@ -17,6 +17,7 @@
 
 #include "capture.h"
 #include "hash.h"
+#include "test_util.h"
 
 #define HEADER_BYTES 72
 #define FIXED_PART_BYTES 64
@@ -68,13 +69,6 @@ struct record_spec {
     bool row_starts, page_table, engine_indices;
     const char *metadata; /* NULL: none given ("{}" on read) */
 };
-
-static float float_from_bits(uint32_t bits)
-{
-    float value;
-    memcpy(&value, &bits, sizeof(value));
-    return value;
-}
 
 /* Scores with the values that must survive bit for bit: -0.0, a NaN payload, -inf, subnormals. */
 static float score_at(uint32_t row, uint32_t column)

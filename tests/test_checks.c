@@ -14,22 +14,9 @@
 
 #include "checks.h"
 #include "reference.h"
+#include "test_util.h"
 
 #define NEG_INF (-__builtin_inff())
-
-static float float_from_bits(uint32_t bits)
-{
-    float value;
-    memcpy(&value, &bits, sizeof(value));
-    return value;
-}
-
-static uint32_t bits_of(float value)
-{
-    uint32_t bits;
-    memcpy(&bits, &value, sizeof(bits));
-    return bits;
-}
 
 /* ---- hand-made records ------------------------------------------------------------------ */
 
@@ -646,15 +633,9 @@ static void test_paged_raw_judged_for_set_and_order(void **state)
 
 /* ---- randomized comparison with a sort-based oracle -------------------------------------- */
 
-static uint64_t rng_state;
-
 static uint32_t rng_next(void)
 {
-    /* splitmix64: enough for test inputs, identical everywhere. */
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (uint32_t)((z ^ (z >> 31)) >> 32);
+    return (uint32_t)(next_random() >> 32);
 }
 
 static uint32_t rng_below(uint32_t bound)

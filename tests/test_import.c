@@ -17,6 +17,7 @@
 #include "hash.h"
 #include "npy.h"
 #include "safetensors.h"
+#include "test_util.h"
 
 static char test_directory[256];
 
@@ -111,13 +112,6 @@ static void write_file(const char *name, const struct bytes *image, char *path, 
     if (image->size)
         assert_int_equal(fwrite(image->data, 1, image->size, file), image->size);
     assert_int_equal(fclose(file), 0);
-}
-
-static uint32_t bits_of(float value)
-{
-    uint32_t bits;
-    memcpy(&bits, &value, 4);
-    return bits;
 }
 
 /* ---- .npy: valid ---- */

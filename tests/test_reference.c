@@ -20,36 +20,9 @@
 #include "capture.h"
 #include "error.h"
 #include "reference.h"
+#include "test_util.h"
 
 static uint64_t test_seed;
-static uint64_t rng_state;
-
-static uint64_t next_random(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint32_t random_below(uint32_t bound)
-{
-    return bound ? (uint32_t)(next_random() % bound) : 0;
-}
-
-static float float_from_bits(uint32_t bits)
-{
-    float value;
-    memcpy(&value, &bits, sizeof(value));
-    return value;
-}
-
-static uint32_t bits_of(float value)
-{
-    uint32_t bits;
-    memcpy(&bits, &value, sizeof(bits));
-    return bits;
-}
 
 /* ---- the oracle: written independently of src/reference.c ---- */
 
