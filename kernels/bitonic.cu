@@ -29,7 +29,11 @@
  * Every thread reaches every barrier: tile loops have block-uniform trip counts, and their early
  * exits test totals that every thread computed identically.
  *
- * Tree path (every k <= 4096 unless DSATOPK_BITONIC_SPLIT=never; see "Tree path" below): rows
+ * Cluster path (k <= 4096 on sm_90+ where the grid fits one wave; see "Cluster path" below):
+ * one thread-block cluster per row, one kernel, the row read once, histograms summed through
+ * distributed shared memory, the leader CTA writes the output.
+ *
+ * Tree path (the other k <= 4096 unless DSATOPK_BITONIC_SPLIT=never; see "Tree path" below): rows
  * cut into leaves of 8192 elements, one 512-thread CTA each; a first pass sums the row's
  * histogram of the key's top 11 bits, so that each leaf keeps only what can be in the row's top
  * k and selects its exact top k of that; the last CTA to finish among a group of siblings merges
@@ -47,13 +51,18 @@
  * synchronisation (the one-CTA path and one-leaf trees need no scratch; a deeper tree's is
  * caller-owned, its counters zeroed by a cudaMemsetAsync in every call): capturable in a CUDA graph. */
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include <cooperative_groups.h>
+
 #include "topk_backends.h"
 #include "topk_common.cuh"
+
+namespace cg = cooperative_groups;
 
 #define BITONIC_THREADS 1024
 #define BITONIC_WARPS (BITONIC_THREADS / 32)
@@ -743,11 +752,15 @@ struct tree_shared {
     uint32_t sub_sizes[BITONIC_BINS];
     uint64_t reduce_high[TREE_WARPS], reduce_low[TREE_WARPS];
     uint32_t child_first[TREE_MAX_FAN_IN];  /* a parent's children: first entry in the packing */
-    uint32_t children_total;
     uint32_t scan[2][TREE_WARPS];
+    /* One 16-byte group on its own: ptxas may read the three selected_* fields with one 16-byte
+     * load, and that load must not cover the scan's words (racecheck saw the dead word race). */
     uint32_t selected_digit, selected_above, selected_count, is_last;
+    uint32_t children_total;
     uint32_t overflow_count, overflow_bucket;
 };
+static_assert(offsetof(tree_shared, selected_digit) % 16 == 0,
+              "selected_* fill one 16-byte group (see above)");
 
 /* Digit `level` of a composite: bits [shift, shift + bits). */
 static __device__ __forceinline__ uint32_t tree_digit_shift(int level)
@@ -842,25 +855,24 @@ static __device__ uint32_t tree_write(const uint64_t (&items)[TREE_ITEMS], uint6
     return total;
 }
 
-/* Leaf `leaf` of row `row` as composites: thread t, item 4g + j holds leaf element
- * g * 2048 + 4t + j (16-byte loads when the leaf starts 16-byte aligned), 0 where there is no
- * candidate (past the row's end, or exact -inf). All loads are issued before any is used. */
-static __device__ __forceinline__ void tree_load_leaf(const struct topk_problem &problem,
-                                                      uint32_t row, uint32_t leaf,
-                                                      uint32_t leaf_elements,
-                                                      uint64_t (&items)[TREE_ITEMS])
+/* The raw float bits of the slice of row `row` that starts at element `first` and holds at most
+ * `slice` elements: thread t, item 4g + j holds slice element g * 2048 + 4t + j (16-byte loads
+ * when the slice starts 16-byte aligned), exact -inf past the row's end. All loads are issued
+ * before any is used. Returns how many of the slice's elements are in the row. */
+template <uint32_t ITEMS>
+static __device__ __forceinline__ uint32_t load_slice_bits(const struct topk_problem &problem,
+                                                           uint32_t row, uint64_t first,
+                                                           uint32_t slice, uint32_t (&bits)[ITEMS])
 {
     const int32_t signed_length = problem.lengths[row];
     const uint64_t length = signed_length > 0 ? (uint64_t)signed_length : 0u;
-    const uint64_t first = (uint64_t)leaf * leaf_elements;
     uint32_t count = 0;
     if (first < length)
-        count = (uint32_t)(length - first < leaf_elements ? length - first : leaf_elements);
+        count = (uint32_t)(length - first < slice ? length - first : slice);
     const float *base = row_window(problem, row) + first;
     const bool aligned = ((uintptr_t)base & 15u) == 0;
-    uint32_t bits[TREE_ITEMS];
 #pragma unroll
-    for (uint32_t g = 0; g < TREE_ITEMS / 4; g++) {
+    for (uint32_t g = 0; g < ITEMS / 4; g++) {
         const uint32_t element = g * TREE_LEAF_QUANTUM + threadIdx.x * 4;
         if (aligned && element + 4 <= count) {
             const float4 quad = __ldg(reinterpret_cast<const float4 *>(base + element));
@@ -875,6 +887,19 @@ static __device__ __forceinline__ void tree_load_leaf(const struct topk_problem 
                                                       : TOPK_NEG_INF_BITS;
         }
     }
+    return count;
+}
+
+/* Leaf `leaf` of row `row` as composites: thread t, item 4g + j holds leaf element
+ * g * 2048 + 4t + j, 0 where there is no candidate (past the row's end, or exact -inf). */
+static __device__ __forceinline__ void tree_load_leaf(const struct topk_problem &problem,
+                                                      uint32_t row, uint32_t leaf,
+                                                      uint32_t leaf_elements,
+                                                      uint64_t (&items)[TREE_ITEMS])
+{
+    const uint64_t first = (uint64_t)leaf * leaf_elements;
+    uint32_t bits[TREE_ITEMS];
+    const uint32_t count = load_slice_bits<TREE_ITEMS>(problem, row, first, leaf_elements, bits);
 #pragma unroll
     for (uint32_t g = 0; g < TREE_ITEMS / 4; g++) {
 #pragma unroll
@@ -1000,8 +1025,10 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint6
         shared.reduce_low[warp] = low;
     }
     __syncthreads();
-    if (threadIdx.x == 0) /* after the barrier: every thread has read the previous call's */
+    if (threadIdx.x == 0) { /* after the barrier: every thread has read the previous call's */
         shared.overflow_count = 0;
+        shared.overflow_bucket = 0;
+    }
     for (uint32_t w = 0; w < TREE_WARPS; w++) {
         high = shared.reduce_high[w] > high ? shared.reduce_high[w] : high;
         low = shared.reduce_low[w] < low ? shared.reduce_low[w] : low;
@@ -1028,8 +1055,10 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint6
             starts[top - j] = start;
             sizes[top - j] = 0;
             if (counts[j] > TREE_BUCKET_LIMIT) {
+                /* Atomic: with two or more large buckets several threads get here (the caller
+                 * then sorts instead and ignores the bucket, but a plain store would race). */
                 atomicAdd(&shared.overflow_count, 1u);
-                shared.overflow_bucket = top - j;
+                atomicMax(&shared.overflow_bucket, top - j);
             }
         }
         start += counts[j];
@@ -1093,6 +1122,35 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
     for (uint32_t j = selected + threadIdx.x; j < problem.shape.k; j += TREE_THREADS)
         write_output(problem, row, j, -1);
     return NULL;
+}
+
+/* The output of a row's final selection (`selected` composites in `selection`, any order): in
+ * canonical order by bucket ranks, or by the bitonic sort in `bucketed` where buckets do not
+ * spread it; -1 after. `bucketed` holds composite_entries(k) entries. Every thread must call it;
+ * the histogram and shared.sub_sizes must be zero on entry. */
+static __device__ void tree_write_output(const struct topk_problem &problem, uint32_t row,
+                                         uint64_t *selection, uint32_t selected,
+                                         uint64_t *bucketed, tree_shared &shared,
+                                         uint32_t &parity)
+{
+    uint64_t *sorted = selection;
+    if (selected > 1) {
+        sorted = tree_output_by_buckets(problem, row, selection, selected, bucketed, shared,
+                                        parity);
+        if (!sorted)
+            return; /* uniform: written by buckets */
+        const uint32_t padded = composite_entries_device(selected);
+        for (uint32_t i = selected + threadIdx.x; i < padded; i += TREE_THREADS)
+            sorted[i] = 0;
+        __syncthreads();
+        sort_descending<TREE_THREADS>(sorted, padded);
+    }
+    for (uint32_t j = threadIdx.x; j < problem.shape.k; j += TREE_THREADS) {
+        int32_t index = -1;
+        if (j < selected)
+            index = (int32_t)(0xFFFFFFFFu - (uint32_t)sorted[j]);
+        write_output(problem, row, j, index);
+    }
 }
 
 /* Pass 1 of a tree with parents: the row's histogram of digit 0 (the key's top 11 bits) over its
@@ -1230,25 +1288,373 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
      * makes the low word >= 2^31). */
     tree_write(items, mask, prefix, tree_sort_buffer, shared, parity);
     __syncthreads();
-    uint64_t *sorted = tree_sort_buffer;
-    if (selected > 1) {
-        sorted = tree_output_by_buckets(problem, row, tree_sort_buffer, selected,
-                                        tree_sort_buffer + composite_entries_device(k), shared,
-                                        parity);
-        if (!sorted)
-            return; /* uniform: written by buckets */
-        const uint32_t padded = composite_entries_device(selected);
-        for (uint32_t i = selected + threadIdx.x; i < padded; i += TREE_THREADS)
-            sorted[i] = 0;
-        __syncthreads();
-        sort_descending<TREE_THREADS>(sorted, padded);
+    tree_write_output(problem, row, tree_sort_buffer, selected,
+                      tree_sort_buffer + composite_entries_device(k), shared, parity);
+}
+
+/* ---- Cluster path: one thread-block cluster per row ----------------------------------------
+ *
+ * Where the hardware has thread-block clusters (sm_90 and newer), a row of up to 16 slices is
+ * one cluster of `parts` CTAs (512 threads, a slice of 8192 elements each; 16384 for rows of
+ * more than 131072), launched together by the hardware and able to read each other's shared
+ * memory. One kernel, no scratch, no memset, and the row is read from memory once:
+ *
+ *   level 0  every CTA histograms the top 11 bits of its slice's 32-bit order keys (registers);
+ *            after the cluster barrier each thread sums its four bins over the cluster's CTAs
+ *            (distributed shared memory) and a block scan finds the bin of the row's k-th
+ *            largest, identically in every CTA;
+ *   level 1  the same over the next 11 bits of the candidates in that bin, with the minimum and
+ *            maximum of their keys: when they are equal (a plateau, e.g. the 0.0 of ReLU rows)
+ *            the bin is one key and the refinement stops there;
+ *   level 2  the last 10 bits, when still needed;
+ *   ties     candidates equal to the threshold key are taken in index order: a CTA's quota is
+ *            what the CTAs before it (lower indices) left, from their histogram counts; inside a
+ *            CTA, block prefix sums over the index-ordered slice;
+ *   gather   each CTA writes its selected (key, index) composites into every CTA's buffer at its
+ *            offset (the selected counts of the CTAs before it) plus its block-scan slot;
+ *   output   every CTA ranks the whole selection by buckets (the tree root's code) and writes
+ *            its share of the output slots.
+ *
+ * Nothing depends on arrival order: counts, prefix sums and the order of unique composites.
+ * The cluster barrier is hardware's (the cluster's CTAs are co-scheduled by construction, so it
+ * is not the spin barrier over co-resident CTAs that hung on SM120/121 in flashinfer #3610), and
+ * the launch is an ordinary kernel node in a graph. Where the device or the build has no
+ * clusters, or no cluster of that size fits, the tree path runs instead. */
+
+#define CLUSTER_MAX_PARTS 16u      /* CTAs per cluster: non-portable above 8 on sm_90 */
+#define CLUSTER_PORTABLE_PARTS 8u
+#ifndef CLUSTER_ITEMS16_PARTS
+#define CLUSTER_ITEMS16_PARTS 8u  /* longer rows: slices of 16384 (32 keys per thread) */
+#endif
+
+struct cluster_exchange {
+    uint32_t minimum, maximum;         /* the CTA's level-1 candidates: read by the cluster */
+    uint32_t selected;                 /* the CTA's selected count: read by the cluster */
+    uint32_t row_minimum, row_maximum; /* results for the whole CTA */
+    uint32_t ties_before, offset;
+};
+
+/* The CTA's slice as order keys: thread t, item 4g + j holds slice element g * 2048 + 4t + j.
+ * Returns the mask of items that are candidates (in the row, not exact -inf). */
+template <uint32_t ITEMS>
+static __device__ __forceinline__ uint32_t cluster_load_slice(const struct topk_problem &problem,
+                                                              uint32_t row, uint32_t first,
+                                                              uint32_t (&keys)[ITEMS])
+{
+    static_assert(ITEMS % 4 == 0 && ITEMS <= 32, "float4 groups, one mask bit per item");
+    uint32_t bits[ITEMS];
+    const uint32_t count = load_slice_bits<ITEMS>(problem, row, first, TREE_THREADS * ITEMS, bits);
+    uint32_t valid = 0;
+#pragma unroll
+    for (uint32_t g = 0; g < ITEMS / 4; g++) {
+#pragma unroll
+        for (uint32_t j = 0; j < 4; j++) {
+            const uint32_t element = g * TREE_LEAF_QUANTUM + threadIdx.x * 4 + j;
+            const uint32_t b = bits[4 * g + j];
+            keys[4 * g + j] = order_key_bits(b);
+            if (element < count && is_candidate_bits(b))
+                valid |= 1u << (4 * g + j);
+        }
     }
-    for (uint32_t j = threadIdx.x; j < k; j += TREE_THREADS) {
-        int32_t index = -1;
-        if (j < selected)
-            index = (int32_t)(0xFFFFFFFFu - (uint32_t)sorted[j]);
-        write_output(problem, row, j, index);
+    return valid;
+}
+
+/* Adds the candidates matching the prefix to the CTA's histogram of the digit at `shift`. */
+template <uint32_t ITEMS>
+static __device__ __forceinline__ void cluster_histogram(const uint32_t (&keys)[ITEMS],
+                                                         uint32_t valid, uint32_t mask,
+                                                         uint32_t prefix, uint32_t shift,
+                                                         uint32_t digit_mask, uint32_t *histogram)
+{
+#pragma unroll
+    for (uint32_t i = 0; i < ITEMS; i++)
+        if (((valid >> i) & 1u) && (keys[i] & mask) == prefix)
+            atomicAdd(&histogram[(keys[i] >> shift) & digit_mask], 1u);
+}
+
+/* After the cluster barrier: the row's count of this thread's bins (counts[j] is bin
+ * bins - 1 - per * threadIdx.x - j, per = bins / 512), the sum of every CTA's `histogram`. */
+static __device__ __forceinline__ void cluster_row_bins(const cg::cluster_group &cluster,
+                                                        uint32_t *histogram, uint32_t parts,
+                                                        uint32_t bins, uint32_t (&counts)[4])
+{
+    const uint32_t per = bins / TREE_THREADS, low = bins - per * (threadIdx.x + 1);
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++)
+        counts[j] = 0;
+    /* Four CTAs' loads in flight at a time: a remote load costs hundreds of cycles, and a loop
+     * that adds each before the next load would pay them one after the other. */
+    for (uint32_t base = 0; base < parts; base += 4) {
+        uint4 v[4];
+#pragma unroll
+        for (uint32_t j = 0; j < 4; j++) {
+            v[j] = make_uint4(0, 0, 0, 0);
+            if (base + j < parts) {
+                const uint32_t *remote = cluster.map_shared_rank(histogram, base + j) + low;
+                if (per == 4) {
+                    v[j] = *reinterpret_cast<const uint4 *>(remote);
+                } else {
+                    const uint2 pair = *reinterpret_cast<const uint2 *>(remote);
+                    v[j].z = pair.x;
+                    v[j].w = pair.y;
+                }
+            }
+        }
+#pragma unroll
+        for (uint32_t j = 0; j < 4; j++) {
+            counts[0] += v[j].w;
+            counts[1] += v[j].z;
+            counts[2] += v[j].y;
+            counts[3] += v[j].x;
+        }
     }
+}
+
+/* From the row's counts (cluster_row_bins), the bin holding the remaining-th largest, into
+ * shared.selected_digit / selected_above / selected_count (unset when the total is below
+ * `remaining`). Returns the total. Every thread must call it. */
+static __device__ uint32_t cluster_pick(const uint32_t (&counts)[4], uint32_t bins,
+                                        uint32_t remaining, tree_shared &shared, uint32_t &parity)
+{
+    const uint32_t per = bins / TREE_THREADS, top = bins - 1 - per * threadIdx.x;
+    uint32_t sum = 0;
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++)
+        sum += j < per ? counts[j] : 0u;
+    uint32_t total;
+    uint32_t above = block_exclusive_sum_of<TREE_WARPS>(sum, shared.scan, parity, total);
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++) {
+        if (j < per && above < remaining && remaining <= above + counts[j]) {
+            shared.selected_digit = top - j;
+            shared.selected_above = above;
+            shared.selected_count = counts[j];
+        }
+        above += j < per ? counts[j] : 0u;
+    }
+    __syncthreads();
+    return total;
+}
+
+/* Warp 0 sums `value(c)` over the cluster's CTAs c < limit into *result; the caller's next
+ * barrier publishes it. */
+template <typename Read>
+static __device__ __forceinline__ void cluster_sum_before(uint32_t limit, uint32_t *result,
+                                                          Read read)
+{
+    if (threadIdx.x < 32) {
+        uint32_t value = threadIdx.x < limit ? read(threadIdx.x) : 0u;
+        value = __reduce_add_sync(0xFFFFFFFFu, value);
+        if (threadIdx.x == 0)
+            *result = value;
+    }
+}
+
+template <uint32_t ITEMS>
+static __global__ void __launch_bounds__(TREE_THREADS, ITEMS == 16 ? 2 : 1)
+k_cluster_topk(const struct topk_problem problem)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ uint64_t cluster_buffers[];
+    __shared__ __align__(16) tree_shared shared;
+    __shared__ cluster_exchange exchange;
+    const cg::cluster_group cluster = cg::this_cluster();
+    const uint32_t parts = cluster.num_blocks(), part = cluster.block_rank();
+    const uint32_t row = blockIdx.x / parts;
+    const uint32_t k = problem.shape.k;
+    const uint32_t first = part * (TREE_THREADS * ITEMS);
+    uint64_t *selection = cluster_buffers;
+    uint64_t *bucketed = cluster_buffers + composite_entries_device(k);
+    /* The levels' histograms alternate between two buffers that the output stage reuses: a CTA
+     * zeroes one for level 2 only after the level-1 barrier, which every CTA reaches after it
+     * read the level-0 counts. */
+    uint32_t *const even_histogram = shared.bucket_start, *const odd_histogram = shared.sub_start;
+    uint32_t parity = 0;
+
+    for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS) {
+        shared.histogram[i] = 0;
+        shared.sub_sizes[i] = 0;
+        shared.bucket_start[i] = 0;
+        shared.sub_start[i] = 0;
+    }
+    if (threadIdx.x == 0) {
+        exchange.minimum = 0xFFFFFFFFu;
+        exchange.maximum = 0;
+    }
+    uint32_t keys[ITEMS];
+    const uint32_t valid = cluster_load_slice<ITEMS>(problem, row, first, keys);
+    __syncthreads();
+
+    /* Level 0: the top 11 bits over the whole row. */
+    cluster_histogram(keys, valid, 0u, 0u, 21u, 2047u, even_histogram);
+    cluster.sync();
+    uint32_t counts[4];
+    cluster_row_bins(cluster, even_histogram, parts, 2048u, counts);
+    const uint32_t total = cluster_pick(counts, 2048u, k, shared, parity);
+    uint32_t mask = 0, prefix = 0, remaining = k, level = 0, tie_bin = 0;
+    bool whole = true; /* every candidate matching the prefix is selected */
+    if (total > k) {
+        remaining = k - shared.selected_above;
+        prefix = shared.selected_digit << 21;
+        mask = 0xFFE00000u;
+        whole = shared.selected_count == remaining;
+    }
+    if (!whole) {
+        /* Level 1: the next 11 bits of the k-th's bin, and the range of its keys. */
+        level = 1;
+        uint32_t low = 0xFFFFFFFFu, high = 0;
+#pragma unroll
+        for (uint32_t i = 0; i < ITEMS; i++) {
+            if (((valid >> i) & 1u) && (keys[i] & mask) == prefix) {
+                atomicAdd(&odd_histogram[(keys[i] >> 10) & 2047u], 1u);
+                low = keys[i] < low ? keys[i] : low;
+                high = keys[i] > high ? keys[i] : high;
+            }
+        }
+        low = __reduce_min_sync(0xFFFFFFFFu, low);
+        high = __reduce_max_sync(0xFFFFFFFFu, high);
+        if ((threadIdx.x & 31) == 0) {
+            atomicMin(&exchange.minimum, low);
+            atomicMax(&exchange.maximum, high);
+        }
+        cluster.sync();
+        if (threadIdx.x < 32) {
+            low = 0xFFFFFFFFu;
+            high = 0;
+            if (threadIdx.x < parts) {
+                const cluster_exchange *remote = cluster.map_shared_rank(&exchange, threadIdx.x);
+                low = remote->minimum;
+                high = remote->maximum;
+            }
+            low = __reduce_min_sync(0xFFFFFFFFu, low);
+            high = __reduce_max_sync(0xFFFFFFFFu, high);
+            if (threadIdx.x == 0) {
+                exchange.row_minimum = low;
+                exchange.row_maximum = high;
+            }
+        }
+        cluster_row_bins(cluster, odd_histogram, parts, 2048u, counts);
+        cluster_pick(counts, 2048u, remaining, shared, parity); /* publishes row_* too */
+        if (exchange.row_minimum == exchange.row_maximum) {
+            /* One key: all of them tie; the first `remaining` in index order are taken. */
+            prefix = exchange.row_minimum;
+            mask = 0xFFFFFFFFu;
+            tie_bin = (prefix >> 10) & 2047u;
+        } else {
+            remaining -= shared.selected_above;
+            prefix |= shared.selected_digit << 10;
+            mask = 0xFFFFFC00u;
+            tie_bin = shared.selected_digit;
+            whole = shared.selected_count == remaining;
+            if (!whole) {
+                /* Level 2: the last 10 bits; then the bin is one key. */
+                level = 2;
+                for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS)
+                    even_histogram[i] = 0;
+                __syncthreads();
+                cluster_histogram(keys, valid, mask, prefix, 0u, 1023u, even_histogram);
+                cluster.sync();
+                cluster_row_bins(cluster, even_histogram, parts, 1024u, counts);
+                cluster_pick(counts, 1024u, remaining, shared, parity);
+                remaining -= shared.selected_above;
+                prefix |= shared.selected_digit;
+                mask = 0xFFFFFFFFu;
+                tie_bin = shared.selected_digit;
+                whole = shared.selected_count == remaining;
+            }
+        }
+    }
+
+    /* Selection flags: above the prefix, or matching it and (whole, or among the first
+     * `remaining` ties of the row in index order). */
+    uint32_t flags = 0;
+    if (whole) {
+#pragma unroll
+        for (uint32_t i = 0; i < ITEMS; i++)
+            if (((valid >> i) & 1u) && (keys[i] & mask) >= prefix)
+                flags |= 1u << i;
+    } else {
+        uint32_t *histogram = (level & 1u) ? odd_histogram : even_histogram;
+        const uint32_t mine = histogram[tie_bin];
+        cluster_sum_before(part, &exchange.ties_before, [&](uint32_t c) {
+            return cluster.map_shared_rank(histogram, c)[tie_bin];
+        });
+        uint32_t tie_flags = 0, group_counts[ITEMS / 4];
+#pragma unroll
+        for (uint32_t g = 0; g < ITEMS / 4; g++) {
+            group_counts[g] = 0;
+#pragma unroll
+            for (uint32_t j = 0; j < 4; j++) {
+                const uint32_t i = 4 * g + j;
+                if ((valid >> i) & 1u) {
+                    if (keys[i] > prefix)
+                        flags |= 1u << i;
+                    else if (keys[i] == prefix) {
+                        tie_flags |= 1u << i;
+                        group_counts[g]++;
+                    }
+                }
+            }
+        }
+        /* Index order is group-major (element g * 2048 + 4t + j): scan two groups at a time,
+         * packed in 16-bit halves (a group holds at most 2048). The first scan's barrier also
+         * publishes ties_before. */
+        uint32_t rank_base[ITEMS / 4], running = 0;
+#pragma unroll
+        for (uint32_t g = 0; g < ITEMS / 4; g += 2) {
+            uint32_t pair_total;
+            const uint32_t exclusive = block_exclusive_sum_of<TREE_WARPS>(
+                group_counts[g] | (group_counts[g + 1] << 16), shared.scan, parity, pair_total);
+            rank_base[g] = running + (exclusive & 0xFFFFu);
+            running += pair_total & 0xFFFFu;
+            rank_base[g + 1] = running + (exclusive >> 16);
+            running += pair_total >> 16;
+        }
+        const uint32_t before = exchange.ties_before;
+        const uint32_t quota =
+            remaining > before ? (remaining - before < mine ? remaining - before : mine) : 0u;
+#pragma unroll
+        for (uint32_t g = 0; g < ITEMS / 4; g++) {
+            uint32_t rank = rank_base[g];
+#pragma unroll
+            for (uint32_t j = 0; j < 4; j++) {
+                const uint32_t i = 4 * g + j;
+                if ((tie_flags >> i) & 1u) {
+                    if (rank < quota)
+                        flags |= 1u << i;
+                    rank++;
+                }
+            }
+        }
+    }
+
+    /* Gather: every CTA's buffer receives the whole selection, CTA by CTA. */
+    uint32_t mine;
+    uint32_t slot =
+        block_exclusive_sum_of<TREE_WARPS>((uint32_t)__popc(flags), shared.scan, parity, mine);
+    if (threadIdx.x == 0)
+        exchange.selected = mine;
+    cluster.sync();
+    cluster_sum_before(part, &exchange.offset, [&](uint32_t c) {
+        return cluster.map_shared_rank(&exchange, c)->selected;
+    });
+    __syncthreads();
+    slot += exchange.offset;
+    uint64_t *leader_selection = cluster.map_shared_rank(selection, 0);
+#pragma unroll
+    for (uint32_t i = 0; i < ITEMS; i++) {
+        if ((flags >> i) & 1u) {
+            const uint32_t element = (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
+            leader_selection[slot++] = make_composite(keys[i], first + element);
+        }
+    }
+    cluster.sync(); /* the last access to another CTA's shared memory is before this barrier */
+    if (part != 0)
+        return; /* uniform: the leader writes the output */
+
+    /* Output by the leader alone: every other CTA has left its SM to the next cluster's. */
+    tree_write_output(problem, row, selection, total < k ? total : k, bucketed, shared, parity);
+#endif
 }
 
 /* Entries of the composite buffer for k: a power of two, at least one warp's sort chunk. */
@@ -1269,7 +1675,7 @@ static size_t bitonic_fixed_smem(uint32_t k)
  * (leaves of 8192 elements) for every k <= 4096 and one CTA per row above; always runs the tree
  * path with leaves of 2048 elements (deep trees on every shape the GPU suite tries); never keeps
  * one CTA per row everywhere. Read once per process: scratch_bytes() and launch() must agree. */
-enum split_mode { SPLIT_AUTO, SPLIT_ALWAYS, SPLIT_NEVER, SPLIT_INVALID };
+enum split_mode { SPLIT_AUTO, SPLIT_TREE, SPLIT_CLUSTER, SPLIT_ALWAYS, SPLIT_NEVER, SPLIT_INVALID };
 
 static enum split_mode split_mode_now(void)
 {
@@ -1279,6 +1685,10 @@ static enum split_mode split_mode_now(void)
         const char *text = getenv("DSATOPK_BITONIC_SPLIT");
         if (!text || !*text || strcmp(text, "auto") == 0)
             mode = SPLIT_AUTO;
+        else if (strcmp(text, "tree") == 0)
+            mode = SPLIT_TREE;
+        else if (strcmp(text, "cluster") == 0)
+            mode = SPLIT_CLUSTER;
         else if (strcmp(text, "always") == 0)
             mode = SPLIT_ALWAYS;
         else if (strcmp(text, "never") == 0)
@@ -1304,7 +1714,7 @@ static bool tree_plan_of(const struct topk_shape *shape, enum split_mode mode,
                          struct tree_plan *plan)
 {
     memset(plan, 0, sizeof(*plan));
-    if (mode != SPLIT_AUTO && mode != SPLIT_ALWAYS)
+    if (mode == SPLIT_NEVER || mode == SPLIT_INVALID)
         return false;
     if (shape->rows == 0 || shape->k == 0 || shape->k > TREE_MAX_K || shape->max_length < 0)
         return false;
@@ -1402,12 +1812,119 @@ static int tree_launch(const struct topk_problem *problem, const struct tree_pla
     return 0;
 }
 
+/* The cluster path's cut of a shape: `parts` CTAs per row, `items` elements per thread. */
+struct cluster_plan {
+    uint32_t parts, items;
+};
+
+/* Did this build compile the cluster kernel for an architecture with clusters (sm_90+)? */
+static bool cluster_kernel_built(void)
+{
+    static const int archs[] = { __CUDA_ARCH_LIST__ };
+    int highest = 0;
+    for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
+        highest = archs[i] > highest ? archs[i] : highest;
+    return highest >= 900;
+}
+
+/* Static shared memory of the cluster kernel plus its two composite buffers. */
+static size_t cluster_smem_total(uint32_t k)
+{
+    return sizeof(tree_shared) + sizeof(cluster_exchange) +
+           2 * (size_t)composite_entries(k) * sizeof(uint64_t);
+}
+
+/* Where the cluster path runs (modes auto and cluster): a device and a build with clusters, k up
+ * to TREE_MAX_K, rows of at most 16 slices; auto also needs the grid to fit one wave, mode
+ * cluster takes every such shape (tests). False elsewhere (the tree path runs). */
+static bool cluster_plan_of(const struct gpu_device_info *device, const struct topk_shape *shape,
+                            enum split_mode mode, struct cluster_plan *plan)
+{
+    if (mode != SPLIT_AUTO && mode != SPLIT_CLUSTER)
+        return false;
+    if (!cluster_kernel_built() || device->cc_major < 9)
+        return false;
+    if (shape->rows == 0 || shape->k == 0 || shape->k > TREE_MAX_K || shape->max_length < 0)
+        return false;
+    if (cluster_smem_total(shape->k) > device->smem_per_block_optin)
+        return false;
+    const uint64_t length = (uint64_t)shape->max_length;
+    plan->items = TREE_ITEMS;
+    uint64_t parts = (length + TREE_CAPACITY - 1) / TREE_CAPACITY;
+    if (parts > CLUSTER_ITEMS16_PARTS) {
+        plan->items = 2 * TREE_ITEMS;
+        parts = (length + 2 * TREE_CAPACITY - 1) / (2 * TREE_CAPACITY);
+    }
+    if (parts == 0)
+        parts = 1;
+    if (parts > CLUSTER_MAX_PARTS || (uint64_t)shape->rows * parts > 0x7FFFFFFFu)
+        return false;
+    if (mode == SPLIT_AUTO) {
+        /* Measured on the H200 (docs/PERF.md, fourth run): a cluster beats the tree where the
+         * whole grid runs in one wave, and loses where its CTAs queue (each lives through five
+         * barrier phases, so two waves cost twice). One wave: 2 CTAs per SM with 16 keys per
+         * thread; with 32, 1 per SM and at most ~15 clusters of 8 (GPC packing), so half the
+         * SMs. Rows of one slice take it too: 2-4% slower than the tree's single leaf where the
+         * k-th largest is off a plateau, 25% faster where it is on one (the level-1 key range
+         * ends the refinement where the leaf walks its 64-bit composite through every digit). */
+        const uint64_t wave = plan->items == TREE_ITEMS ? 2u * (uint64_t)device->sm_count
+                                                        : (uint64_t)device->sm_count / 2u;
+        if ((uint64_t)shape->rows * parts > wave)
+            return false;
+    }
+    plan->parts = (uint32_t)parts;
+    return true;
+}
+
+/* Launches the cluster kernel; returns 1 (launching nothing) when no cluster of that size fits
+ * on the device (the caller runs the tree path), 0 when launched. */
+template <uint32_t ITEMS>
+static int cluster_launch_items(const struct topk_problem *problem, uint32_t parts,
+                                cudaStream_t stream, struct audit_error *err)
+{
+    const size_t smem = 2 * (size_t)composite_entries(problem->shape.k) * sizeof(uint64_t);
+    CUDA_TRY(cudaFuncSetAttribute(k_cluster_topk<ITEMS>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+             err);
+    if (parts > CLUSTER_PORTABLE_PARTS)
+        CUDA_TRY(cudaFuncSetAttribute(k_cluster_topk<ITEMS>,
+                                      cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                 err);
+    cudaLaunchAttribute attribute = {};
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = parts;
+    attribute.val.clusterDim.y = 1;
+    attribute.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(problem->shape.rows * parts, 1, 1);
+    config.blockDim = dim3(TREE_THREADS, 1, 1);
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    int clusters = 0;
+    CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, k_cluster_topk<ITEMS>, &config), err);
+    if (clusters < 1)
+        return 1;
+    CUDA_TRY(cudaLaunchKernelEx(&config, k_cluster_topk<ITEMS>, *problem), err);
+    CUDA_TRY(cudaGetLastError(), err);
+    return 0;
+}
+
+static int cluster_launch(const struct topk_problem *problem, const struct cluster_plan *plan,
+                          cudaStream_t stream, struct audit_error *err)
+{
+    if (plan->items == TREE_ITEMS)
+        return cluster_launch_items<TREE_ITEMS>(problem, plan->parts, stream, err);
+    return cluster_launch_items<2 * TREE_ITEMS>(problem, plan->parts, stream, err);
+}
+
 static int bitonic_supports(const struct gpu_device_info *device, const struct topk_shape *shape,
                             char *reason, size_t reason_bytes)
 {
     if (split_mode_now() == SPLIT_INVALID) {
         snprintf(reason, reason_bytes,
-                 "DSATOPK_BITONIC_SPLIT=%s: expected auto, always or never", split_env_text());
+                 "DSATOPK_BITONIC_SPLIT=%s: expected auto, tree, cluster, always or never", split_env_text());
         return 0;
     }
     if (!topk_built_for(device, reason, reason_bytes))
@@ -1441,8 +1958,14 @@ static int bitonic_supports(const struct gpu_device_info *device, const struct t
                  device->smem_emulated ? " (emulated)" : "");
         return 0;
     }
+    struct cluster_plan cluster;
     struct tree_plan plan;
-    if (tree_plan_of(shape, split_mode_now(), &plan))
+    if (cluster_plan_of(device, shape, split_mode_now(), &cluster))
+        snprintf(reason, reason_bytes,
+                 "rows as clusters of %u blocks of %u elements (thread-block clusters; the tree "
+                 "path where no such cluster fits)",
+                 cluster.parts, cluster.items * TREE_THREADS);
+    else if (tree_plan_of(shape, split_mode_now(), &plan))
         snprintf(reason, reason_bytes,
                  "rows cut into %u leaves of %u elements merged %u at a time (%u levels), "
                  "%zu B of scratch",
@@ -1461,6 +1984,8 @@ static size_t bitonic_scratch_bytes(const struct gpu_device_info *device,
                                     const struct topk_shape *shape)
 {
     (void)device;
+    /* Also where the cluster path will run: the tree path is its fallback when no cluster of
+     * that size fits the device, which only the launch finds out. */
     struct tree_plan plan;
     if (!tree_plan_of(shape, split_mode_now(), &plan))
         return 0; /* one CTA per row: everything lives in shared memory */
@@ -1476,13 +2001,19 @@ static int bitonic_launch(const struct topk_problem *problem, const struct gpu_d
         return 0; /* nothing to write */
     if (split_mode_now() == SPLIT_INVALID)
         return audit_fail(err, AUDIT_EUSAGE,
-                          "bitonic: DSATOPK_BITONIC_SPLIT=%s: expected auto, always or never",
+                          "bitonic: DSATOPK_BITONIC_SPLIT=%s: expected auto, tree, cluster, always or never",
                           split_env_text());
     if (!bitonic_supports(device, shape, reason, sizeof(reason)))
         return audit_fail(err, AUDIT_EUNSUPPORTED, "bitonic: %s", reason);
     if (!problem->scores || !problem->lengths || !problem->out ||
         (shape->has_page_table && (!problem->page_table || !problem->raw_out)))
         return audit_fail(err, AUDIT_EUSAGE, "bitonic: missing device pointer in the problem");
+    struct cluster_plan cluster;
+    if (cluster_plan_of(device, shape, split_mode_now(), &cluster)) {
+        const int status = cluster_launch(problem, &cluster, stream, err);
+        if (status <= 0)
+            return status; /* launched, or failed */
+    }
     struct tree_plan plan;
     if (tree_plan_of(shape, split_mode_now(), &plan))
         return tree_launch(problem, &plan, stream, err);
@@ -1511,10 +2042,11 @@ extern "C" const struct topk_backend topk_backend_bitonic = {
     true,  /* smallest_index_ties */
     true,  /* canonical_order */
     false, /* index_ascending */
-    "k <= 8192; rows up to 2^31 - 1 elements; k <= 4096: rows cut into leaves of 8192 elements "
-    "(one 512-thread block each) merged up a tree (scratch: (8 k + 8) B per leaf and parent "
-    "node, 8 KiB per row); k > 4096: one 1024-thread block per row "
-    "(8 * next_pow2(k) + 8464 B of shared memory)",
+    "k <= 8192; rows up to 2^31 - 1 elements; k <= 4096 on sm_90+: a cluster of up to 16 "
+    "blocks per row where the grid fits one wave (no scratch); otherwise k <= 4096: rows cut "
+    "into leaves of 8192 elements (one 512-thread block each) merged up a tree (scratch: "
+    "(8 k + 8) B per leaf and parent node, 8 KiB per row); k > 4096: one 1024-thread block per "
+    "row (8 * next_pow2(k) + 8464 B of shared memory)",
     bitonic_supports,
     bitonic_scratch_bytes,
     bitonic_launch,

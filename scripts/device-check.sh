@@ -5,8 +5,8 @@
 # matters lands in $OUT (at most 8 files come back): logs.txt, seed-report.json,
 # shipped-report.json, bench.json, torch-bench.json.
 # Usage: scripts/device-check.sh [STEP...]
-#   steps: suite split sanitize sanitize-plugins run isolation devices breakdown bench racecheck
-#   racecheck-split (default: all but split, sanitize-plugins, racecheck and racecheck-split,
+#   steps: suite split cluster sanitize sanitize-plugins run isolation devices breakdown bench
+#   bench-paths racecheck racecheck-split (default: all but split, sanitize-plugins, racecheck and racecheck-split,
 #   which are slow or only needed when bitonic's tree path or the plugin code changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
@@ -51,6 +51,26 @@ for s in $steps; do
             --error-exitcode 9 test_gpu_backends --backend bitonic --quick
         step initcheck-split 150 env DSATOPK_BITONIC_SPLIT=always compute-sanitizer --tool initcheck \
             --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        ;;
+    cluster)
+        # bitonic's cluster path: as auto chooses it (rows of 2-16 slices), forced on every shape
+        # (rows of one slice too), the tree path alone for comparison, and the sanitizers.
+        step gpu-suite-auto 300 test_gpu_backends --backend bitonic
+        step gpu-suite-cluster 300 env DSATOPK_BITONIC_SPLIT=cluster test_gpu_backends --backend bitonic
+        step gpu-suite-tree 300 env DSATOPK_BITONIC_SPLIT=tree test_gpu_backends --backend bitonic --quick
+        step memcheck-cluster 150 env DSATOPK_BITONIC_SPLIT=cluster compute-sanitizer --tool memcheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --quick
+        step initcheck-cluster 150 env DSATOPK_BITONIC_SPLIT=cluster compute-sanitizer --tool initcheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        step racecheck-cluster 150 env DSATOPK_BITONIC_SPLIT=cluster compute-sanitizer --tool racecheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        ;;
+    bench-paths)
+        # bitonic alone, as auto chooses (cluster path) and with the tree path, same shapes.
+        step bench-auto 300 dsatopk-audit bench --backends bitonic,radix "${shape_args[@]}" \
+            --out "$OUT/bench-auto.json"
+        step bench-tree 300 env DSATOPK_BITONIC_SPLIT=tree dsatopk-audit bench --backends bitonic \
+            "${shape_args[@]}" --out "$OUT/bench-tree.json"
         ;;
     sanitize)
         step memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 test_gpu_backends --quick

@@ -441,11 +441,13 @@ struct rep_context {
     struct backend_result *result;
 };
 
-/* One timed rep: the poisoned launch under noise, then the wait for the noise burst; with the
- * pre-filter the output's row hashes come back and, when they are a known output's, the rep is
- * counted as that output; otherwise the output is copied back, dumped, SHA-256'd and tallied
- * (checked when new). The noise is waited for before anything is read back, so the row hashes,
- * copies and hashes are timed without it. A device failure fills cause and sets
+/* One timed rep: the poisoned launch under noise; with the pre-filter the output's row hashes
+ * come back and, when they are a known output's, the rep is counted as that output; otherwise
+ * the output is copied back, dumped, SHA-256'd and tallied (checked when new); then the wait for
+ * the rep's noise burst, so that the next rep starts its own on an idle sibling stream. The
+ * backend's kernel is over before anything is read back (launch_once waits for its event), so
+ * the host work of a new output overlaps the rest of the burst instead of following it
+ * (measured on the H200: docs/PERF.md "The audit itself"). A device failure fills cause and sets
  * *device_failed; a host failure (memory, a dump) fills err. */
 static int replay_rep(const struct rep_context *context, uint32_t rep, bool *device_failed,
                       struct audit_error *cause, struct audit_error *err)
@@ -468,13 +470,6 @@ static int replay_rep(const struct rep_context *context, uint32_t rep, bool *dev
     time->kernel_ms += kernel_ms;
     if (now_ms - started_ms > kernel_ms)
         time->launch_overhead_ms += now_ms - started_ms - kernel_ms;
-
-    started_ms = now_ms;
-    status = wait_noise(device, cause);
-    if (status < 0)
-        return status;
-    now_ms = report_monotonic_ms();
-    time->noise_wait_ms += now_ms - started_ms;
 
     bool known = false;
     if (context->prefilter) {
@@ -502,18 +497,26 @@ static int replay_rep(const struct rep_context *context, uint32_t rep, bool *dev
         status = dump_output(context->options, context->backend->name, context->dump_phase, rep,
                              context->host_out, count, err);
         if (status < 0)
-            return status;
+            goto wait;
         time->dump_ms += report_monotonic_ms() - started_ms;
     }
     /* The tally times its own SHA-256 and checks (tally->hash_ms, check_ms). */
-    if (!known) {
+    if (!known)
         status = output_tally_add_hashed(tally, context->host_out, context->host_raw,
                                          context->prefilter ? context->host_row_hashes : NULL,
                                          time_us, context->checks, context->claims,
                                          context->checks ? context->checks->reference : NULL, err);
-        if (status < 0)
-            return status;
+wait:
+    /* Also after a host failure: the burst must be over before the caller moves on. */
+    started_ms = report_monotonic_ms();
+    const int noise_status = wait_noise(device, cause);
+    time->noise_wait_ms += report_monotonic_ms() - started_ms;
+    if (noise_status < 0) {
+        *device_failed = true;
+        return noise_status;
     }
+    if (status < 0)
+        return status;
     if (context->options->progress)
         context->options->progress(context->options->progress_user, context->backend->name,
                                    context->phase, rep + 1, context->options->reps);
