@@ -10,14 +10,18 @@
 #include "census.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
+#include "host_threads.h"
 #include "json_util.h"
 #include "reference.h"
 
+/* A thread costs tens of microseconds to start; a row of 131072 scores takes about 500. */
+#define CENSUS_SCORES_PER_THREAD (256u * 1024u)
 #define KEY_OF_NEG_INF 0x007FFFFFu /* topk_order_key(-inf) */
 #define KEY_OF_POS_INF 0xFF800000u /* topk_order_key(+inf) */
 #define COARSE_BIN_NAN 0xFFu       /* every NaN converts to the fp16 NaN 0x7FFF */
@@ -352,6 +356,65 @@ static int census_k_json(const struct capture_record *record, uint32_t k,
     return AUDIT_OK;
 }
 
+/* The census rows of one record shared out to a few threads (host_threads.h): each claims the
+ * next row under the lock and fills census[i * row_count + b] for every k, so the result does
+ * not depend on which thread took which row; an error is the lowest failing row's. The calling
+ * thread (slot 0) uses the caller's scratch and ranked buffer, the others their own. */
+struct census_rows {
+    const struct capture_record *record;
+    const uint32_t *ks;
+    size_t k_count;
+    struct census_row *census;
+    size_t row_count;
+    uint64_t ranked_entries;
+    int32_t *caller_ranked;
+    struct topk_scratch *caller_scratch;
+    pthread_mutex_t lock;
+    uint32_t next_row;
+    uint32_t error_row, error_k; /* error_row: record->rows while no row failed */
+    int error_status;
+};
+
+static void census_rows_thread(void *argument, unsigned slot)
+{
+    struct census_rows *job = argument;
+    const struct capture_record *record = job->record;
+    struct topk_scratch own_scratch = { 0 };
+    struct topk_scratch *scratch = slot == 0 ? job->caller_scratch : &own_scratch;
+    int32_t *ranked = slot == 0 ? job->caller_ranked
+                                : malloc(job->ranked_entries * sizeof(*ranked));
+    for (;;) {
+        pthread_mutex_lock(&job->lock);
+        const uint32_t b = job->next_row < job->error_row ? job->next_row++ : record->rows;
+        pthread_mutex_unlock(&job->lock);
+        if (b >= record->rows)
+            break;
+        const float *window = capture_row_window(record, b);
+        struct census_row counts;
+        count_special_scores(window, (uint32_t)record->lengths[b], &counts);
+        for (size_t i = 0; i < job->k_count; i++) {
+            struct census_row *row = &job->census[i * job->row_count + b];
+            *row = counts;
+            int status = ranked ? census_row_for_k(window, job->ks[i], scratch, ranked, row)
+                                : AUDIT_ENOMEM;
+            if (status != AUDIT_OK) {
+                pthread_mutex_lock(&job->lock);
+                if (b < job->error_row) {
+                    job->error_row = b;
+                    job->error_k = job->ks[i];
+                    job->error_status = status;
+                }
+                pthread_mutex_unlock(&job->lock);
+                break;
+            }
+        }
+    }
+    if (slot != 0) {
+        free(ranked);
+        topk_scratch_free(&own_scratch);
+    }
+}
+
 int census_record_json(const struct capture_record *record, const uint32_t *ks, size_t k_count,
                        struct cJSON **json_out, struct census_row **rows_out,
                        struct audit_error *err)
@@ -423,22 +486,37 @@ int census_record_json(const struct capture_record *record, const uint32_t *ks, 
         goto done;
     }
 
-    /* Row by row, every k while the row is still in cache. */
-    for (uint32_t b = 0; b < rows; b++) {
-        const float *window = capture_row_window(record, b);
-        struct census_row counts;
-        count_special_scores(window, (uint32_t)record->lengths[b], &counts);
-        for (size_t i = 0; i < distinct; i++) {
-            struct census_row *row = &census[i * row_count + b];
-            *row = counts;
-            status = census_row_for_k(window, distinct_ks[i], &scratch, ranked, row);
-            if (status != AUDIT_OK) {
-                status = audit_fail(err, status,
-                                    "record %u row %u: out of memory taking the census at k = %u",
-                                    record->index, b, distinct_ks[i]);
-                goto done;
-            }
-        }
+    /* Row by row, every k while the row is still in cache; rows shared out to a few threads
+     * on large records (census_rows_thread). */
+    struct census_rows job = {
+        .record = record,
+        .ks = distinct_ks,
+        .k_count = distinct,
+        .census = census,
+        .row_count = row_count,
+        .ranked_entries = ranked_entries > 0 ? ranked_entries : 1,
+        .caller_ranked = ranked,
+        .caller_scratch = &scratch,
+        .error_row = rows,
+        .error_status = AUDIT_OK,
+    };
+    if (pthread_mutex_init(&job.lock, NULL) != 0) {
+        status = audit_fail(err, AUDIT_ENOMEM, "record %u: cannot create a lock", record->index);
+        goto done;
+    }
+    uint64_t scores = 0;
+    for (uint32_t b = 0; b < rows; b++)
+        scores += (uint64_t)record->lengths[b];
+    unsigned threads = host_threads_count((size_t)scores, CENSUS_SCORES_PER_THREAD);
+    if (threads > rows)
+        threads = rows ? rows : 1;
+    host_threads_run(threads, census_rows_thread, &job);
+    pthread_mutex_destroy(&job.lock);
+    if (job.error_status != AUDIT_OK) {
+        status = audit_fail(err, job.error_status,
+                            "record %u row %u: out of memory taking the census at k = %u",
+                            record->index, job.error_row, job.error_k);
+        goto done;
     }
 
     cJSON_AddNumberToObject(json, "record", record->index);

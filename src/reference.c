@@ -15,15 +15,20 @@
  * Cost: two passes over the row plus work proportional to the threshold bin and to k. */
 #include "reference.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "host_threads.h"
 
 #define TOP_SHIFT 21u
 #define TOP_BINS 2048u   /* key bits 31..21 */
 #define MIDDLE_SHIFT 10u
 #define MIDDLE_BINS 2048u /* key bits 20..10 */
 #define LOW_BINS 1024u    /* key bits 9..0 */
+/* A thread costs tens of microseconds to start; a row of 131072 scores takes about 300. */
+#define REFERENCE_SCORES_PER_THREAD (256u * 1024u)
 
 /* Several interleaved histograms: a row of equal scores would otherwise make every increment
  * wait on the previous one to the same counter. */
@@ -360,49 +365,118 @@ static int translate_row(const struct capture_record *record, uint32_t b, uint32
     return AUDIT_OK;
 }
 
+/* The rows of one record, shared out to a few threads (host_threads.h): each claims the next
+ * row under the lock, so the output does not depend on which thread took which row. The error
+ * kept is the one of the lowest failing row, as a single thread walking the rows would report. */
+struct reference_rows {
+    const struct capture_record *record;
+    uint32_t k;
+    bool paged;
+    int32_t *out, *raw_out;
+    pthread_mutex_t lock;
+    uint32_t next_row;
+    uint32_t error_row; /* record->rows while no row failed */
+    int error_status;
+    struct audit_error error;
+};
+
+static int reference_one_row(const struct reference_rows *job, uint32_t b,
+                             struct topk_scratch *scratch, int32_t *raw_row_buffer,
+                             struct audit_error *err)
+{
+    const struct capture_record *record = job->record;
+    const uint32_t k = job->k;
+    int status = check_window(record, b, err);
+    if (status != AUDIT_OK)
+        return status;
+    int32_t *row_out = job->out + (uint64_t)b * k;
+    int32_t *raw_row = job->raw_out ? job->raw_out + (uint64_t)b * k
+                       : job->paged ? raw_row_buffer
+                                    : row_out;
+    int64_t selected = topk_reference_row(capture_row_window(record, b), record->lengths[b], k,
+                                          raw_row, scratch);
+    if (selected < 0)
+        return audit_fail(err, (int)selected,
+                          "record %u row %u: out of memory selecting the top %u of %d scores",
+                          record->index, b, k, record->lengths[b]);
+    if (job->paged)
+        return translate_row(record, b, k, raw_row, row_out, err);
+    if (raw_row != row_out)
+        memcpy(row_out, raw_row, (size_t)k * sizeof(*row_out));
+    return AUDIT_OK;
+}
+
+/* One thread (host_threads_run): its own scratch, rows until none is left. */
+static void reference_rows_thread(void *argument, unsigned slot)
+{
+    (void)slot;
+    struct reference_rows *job = argument;
+    struct topk_scratch scratch = { 0 };
+    int32_t *raw_row_buffer = NULL;
+    bool buffer_ready = !(job->paged && !job->raw_out);
+    for (;;) {
+        pthread_mutex_lock(&job->lock);
+        const uint32_t b = job->next_row < job->error_row ? job->next_row++ : job->record->rows;
+        pthread_mutex_unlock(&job->lock);
+        if (b >= job->record->rows)
+            break;
+        struct audit_error error = { 0 };
+        int status = AUDIT_OK;
+        if (!buffer_ready) {
+            raw_row_buffer = malloc((size_t)job->k * sizeof(*raw_row_buffer));
+            buffer_ready = raw_row_buffer != NULL;
+            if (!buffer_ready)
+                status = audit_fail(&error, AUDIT_ENOMEM,
+                                    "record %u: out of memory for %u indices",
+                                    job->record->index, job->k);
+        }
+        if (status == AUDIT_OK)
+            status = reference_one_row(job, b, &scratch, raw_row_buffer, &error);
+        if (status != AUDIT_OK) {
+            pthread_mutex_lock(&job->lock);
+            if (b < job->error_row) {
+                job->error_row = b;
+                job->error_status = status;
+                job->error = error;
+            }
+            pthread_mutex_unlock(&job->lock);
+        }
+    }
+    free(raw_row_buffer);
+    topk_scratch_free(&scratch);
+}
+
 int topk_reference_record(const struct capture_record *record, uint32_t k_override, int32_t *out,
                           int32_t *raw_out, struct audit_error *err)
 {
-    int status = AUDIT_OK;
     uint32_t k = k_override > 0 ? k_override : record->k;
-    bool paged = record->page_size > 0 && record->page_table;
-    struct topk_scratch scratch = { 0 };
-    int32_t *raw_row_buffer = NULL;
     if (k == 0)
         return AUDIT_OK;
-    if (paged && !raw_out) {
-        raw_row_buffer = malloc((size_t)k * sizeof(*raw_row_buffer));
-        if (!raw_row_buffer) {
-            status = audit_fail(err, AUDIT_ENOMEM, "record %u: out of memory for %u indices",
-                                record->index, k);
-            goto done;
-        }
+    struct reference_rows job = {
+        .record = record,
+        .k = k,
+        .paged = record->page_size > 0 && record->page_table,
+        .out = out,
+        .raw_out = raw_out,
+        .next_row = 0,
+        .error_row = record->rows,
+        .error_status = AUDIT_OK,
+    };
+    if (pthread_mutex_init(&job.lock, NULL) != 0)
+        return audit_fail(err, AUDIT_ENOMEM, "record %u: cannot create a lock",
+                          record->index);
+    uint64_t scores = 0;
+    for (uint32_t b = 0; b < record->rows; b++)
+        scores += record->lengths[b] > 0 ? (uint64_t)record->lengths[b] : 0u;
+    unsigned threads = host_threads_count((size_t)scores, REFERENCE_SCORES_PER_THREAD);
+    if (threads > record->rows)
+        threads = record->rows ? record->rows : 1;
+    host_threads_run(threads, reference_rows_thread, &job);
+    pthread_mutex_destroy(&job.lock);
+    if (job.error_status != AUDIT_OK) {
+        if (err)
+            *err = job.error;
+        return job.error_status;
     }
-    for (uint32_t b = 0; b < record->rows; b++) {
-        status = check_window(record, b, err);
-        if (status != AUDIT_OK)
-            goto done;
-        int32_t *row_out = out + (uint64_t)b * k;
-        int32_t *raw_row = raw_out ? raw_out + (uint64_t)b * k : paged ? raw_row_buffer : row_out;
-        int64_t selected = topk_reference_row(capture_row_window(record, b), record->lengths[b], k,
-                                              raw_row, &scratch);
-        if (selected < 0) {
-            status = audit_fail(err, (int)selected,
-                                "record %u row %u: out of memory selecting the top %u of %d "
-                                "scores",
-                                record->index, b, k, record->lengths[b]);
-            goto done;
-        }
-        if (paged) {
-            status = translate_row(record, b, k, raw_row, row_out, err);
-            if (status != AUDIT_OK)
-                goto done;
-        } else if (raw_row != row_out) {
-            memcpy(row_out, raw_row, (size_t)k * sizeof(*row_out));
-        }
-    }
-done:
-    free(raw_row_buffer);
-    topk_scratch_free(&scratch);
-    return status;
+    return AUDIT_OK;
 }

@@ -39,7 +39,9 @@ int64_t topk_reference_row(const float *window, int32_t length, uint32_t k, int3
 
 /* A whole record with its k (k_override > 0 replaces record->k). out: rows * k window-relative
  * indices; when the record has a page table, out receives translated indices and raw_out (if
- * not NULL) the window-relative ones, both -1 padded alike. */
+ * not NULL) the window-relative ones, both -1 padded alike. Rows are shared out to a few
+ * threads on large records (host_threads.h; DSATOPK_HOST_THREADS=1 keeps one); the output does
+ * not depend on it, and an error is the lowest failing row's. */
 int topk_reference_record(const struct capture_record *record, uint32_t k_override, int32_t *out,
                           int32_t *raw_out, struct audit_error *err);
 

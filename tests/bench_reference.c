@@ -69,6 +69,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_reference [RUNS (1..1000)]\n");
         return 2;
     }
+    /* One core: topk_reference_record would otherwise share rows out to a few threads. */
+    setenv("DSATOPK_HOST_THREADS", "1", 1);
     static const uint32_t row_counts[] = { 16, 64 };
     static const uint32_t ks[] = { 512, 2048 };
     const uint32_t length = 131072;

@@ -526,6 +526,58 @@ static void test_record_json(void **state)
     assert_int_equal(census_record_json(&record, ks, 0, &json, NULL, &err), AUDIT_EUSAGE);
 }
 
+/* Rows shared out to several threads (DSATOPK_HOST_THREADS) give the same census JSON and rows
+ * as one thread: a record of 37 rows with plateaus, NaNs and short rows, three ks. */
+static void test_record_json_threads(void **state)
+{
+    (void)state;
+    enum { ROWS = 37, STRIDE = 500 };
+    float *scores = malloc(ROWS * STRIDE * sizeof(float));
+    int32_t lengths[ROWS];
+    assert_non_null(scores);
+    for (uint32_t b = 0; b < ROWS; b++) {
+        lengths[b] = (int32_t)((b * 53u) % STRIDE);
+        for (uint32_t i = 0; i < STRIDE; i++) {
+            const uint32_t mix = (b * 2654435761u) ^ (i * 40503u);
+            scores[b * STRIDE + i] = (mix % 7u == 0) ? 0.0f : (float)((int)(mix % 1000u) - 600);
+        }
+        scores[b * STRIDE + (b % STRIDE)] = float_from_bits(0x7FC00000u);
+    }
+    struct capture_record record = {
+        .rows = ROWS, .k = 20, .row_stride = STRIDE, .scores = scores, .lengths = lengths,
+        .index = 2,
+    };
+    const uint32_t ks[] = { 0, 1, 300 };
+    char *texts[4] = { NULL };
+    struct census_row *rows[4] = { NULL };
+    static const char *const settings[] = { "1", "2", "5", "16" };
+    for (int t = 0; t < 4; t++) {
+        setenv("DSATOPK_HOST_THREADS", settings[t], 1);
+        cJSON *json = NULL;
+        struct audit_error err = { 0 };
+        assert_int_equal(census_record_json(&record, ks, 3, &json, &rows[t], &err), AUDIT_OK);
+        texts[t] = cJSON_PrintUnformatted(json);
+        assert_non_null(texts[t]);
+        cJSON_Delete(json);
+        if (t > 0) {
+            assert_string_equal(texts[t], texts[0]);
+            for (uint32_t b = 0; b < ROWS; b++) { /* field by field: the struct has padding */
+                const struct census_row *x = &rows[t][b], *y = &rows[0][b];
+                assert_true(x->candidates == y->candidates && x->tie_set == y->tie_set &&
+                            x->above == y->above && x->short_row == y->short_row &&
+                            x->coarse_bin_count == y->coarse_bin_count &&
+                            memcmp(&x->boundary, &y->boundary, sizeof(float)) == 0);
+            }
+        }
+    }
+    unsetenv("DSATOPK_HOST_THREADS");
+    for (int t = 0; t < 4; t++) {
+        cJSON_free(texts[t]);
+        free(rows[t]);
+    }
+    free(scores);
+}
+
 static int setup_seed(void **state)
 {
     (void)state;
@@ -547,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_staging_overflow),
         cmocka_unit_test(test_random_rows_match_brute_force),
         cmocka_unit_test(test_record_json),
+        cmocka_unit_test(test_record_json_threads),
     };
     return cmocka_run_group_tests_name("census", tests, setup_seed, NULL);
 }

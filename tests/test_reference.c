@@ -571,6 +571,35 @@ static void test_record_errors_name_the_row(void **state)
     free_record(&record);
 }
 
+/* The record's rows shared out to several threads (DSATOPK_HOST_THREADS) give the same output,
+ * and the error reported is the lowest failing row's whichever thread met which row first. */
+static void test_record_threads(void **state)
+{
+    static const char *const settings[] = { "1", "2", "3", "8" };
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+        setenv("DSATOPK_HOST_THREADS", settings[i], 1);
+        test_record_offsets_and_stride(state);
+        test_record_page_tables(state);
+        test_record_errors_name_the_row(state);
+
+        rng_state = test_seed ^ 0x8888;
+        struct capture_record record;
+        build_record(&record, 40, 300, 20);
+        record.index = 3;
+        record.lengths[17] = -1;
+        record.lengths[5] = -2;
+        record.lengths[33] = -3;
+        int32_t *out = malloc(40 * 20 * sizeof(int32_t));
+        assert_non_null(out);
+        struct audit_error err = { 0 };
+        assert_int_equal(topk_reference_record(&record, 0, out, NULL, &err), AUDIT_EDATA);
+        assert_non_null(strstr(err.message, "record 3 row 5: negative length -2"));
+        free(out);
+        free_record(&record);
+    }
+    unsetenv("DSATOPK_HOST_THREADS");
+}
+
 static int setup_seed(void **state)
 {
     (void)state;
@@ -595,6 +624,7 @@ int main(void)
         cmocka_unit_test(test_record_offsets_and_stride),
         cmocka_unit_test(test_record_page_tables),
         cmocka_unit_test(test_record_errors_name_the_row),
+        cmocka_unit_test(test_record_threads),
     };
     return cmocka_run_group_tests_name("reference", tests, setup_seed, NULL);
 }
