@@ -10,7 +10,6 @@
 #include "census.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -356,10 +355,9 @@ static int census_k_json(const struct capture_record *record, uint32_t k,
     return AUDIT_OK;
 }
 
-/* The census rows of one record shared out to a few threads (host_threads.h): each claims the
- * next row under the lock and fills census[i * row_count + b] for every k, so the result does
- * not depend on which thread took which row; an error is the lowest failing row's. The calling
- * thread (slot 0) uses the caller's scratch and ranked buffer, the others their own. */
+/* The census rows of one record shared out to a few threads (host_threads.h, host_rows): a row
+ * fills census[i * row_count + b] for every k. The calling thread (slot 0) uses the caller's
+ * scratch and ranked buffer, the others their own. */
 struct census_rows {
     const struct capture_record *record;
     const uint32_t *ks;
@@ -369,10 +367,7 @@ struct census_rows {
     uint64_t ranked_entries;
     int32_t *caller_ranked;
     struct topk_scratch *caller_scratch;
-    pthread_mutex_t lock;
-    uint32_t next_row;
-    uint32_t error_row, error_k; /* error_row: record->rows while no row failed */
-    int error_status;
+    struct host_rows rows;
 };
 
 static void census_rows_thread(void *argument, unsigned slot)
@@ -383,12 +378,8 @@ static void census_rows_thread(void *argument, unsigned slot)
     struct topk_scratch *scratch = slot == 0 ? job->caller_scratch : &own_scratch;
     int32_t *ranked = slot == 0 ? job->caller_ranked
                                 : malloc(job->ranked_entries * sizeof(*ranked));
-    for (;;) {
-        pthread_mutex_lock(&job->lock);
-        const uint32_t b = job->next_row < job->error_row ? job->next_row++ : record->rows;
-        pthread_mutex_unlock(&job->lock);
-        if (b >= record->rows)
-            break;
+    uint32_t b;
+    while (host_rows_claim(&job->rows, &b)) {
         const float *window = capture_row_window(record, b);
         struct census_row counts;
         count_special_scores(window, (uint32_t)record->lengths[b], &counts);
@@ -398,13 +389,11 @@ static void census_rows_thread(void *argument, unsigned slot)
             int status = ranked ? census_row_for_k(window, job->ks[i], scratch, ranked, row)
                                 : AUDIT_ENOMEM;
             if (status != AUDIT_OK) {
-                pthread_mutex_lock(&job->lock);
-                if (b < job->error_row) {
-                    job->error_row = b;
-                    job->error_k = job->ks[i];
-                    job->error_status = status;
-                }
-                pthread_mutex_unlock(&job->lock);
+                struct audit_error error = { 0 };
+                audit_fail(&error, status,
+                           "record %u row %u: out of memory taking the census at k = %u",
+                           record->index, b, job->ks[i]);
+                host_rows_fail(&job->rows, b, &error);
                 break;
             }
         }
@@ -497,13 +486,10 @@ int census_record_json(const struct capture_record *record, const uint32_t *ks, 
         .ranked_entries = ranked_entries > 0 ? ranked_entries : 1,
         .caller_ranked = ranked,
         .caller_scratch = &scratch,
-        .error_row = rows,
-        .error_status = AUDIT_OK,
     };
-    if (pthread_mutex_init(&job.lock, NULL) != 0) {
-        status = audit_fail(err, AUDIT_ENOMEM, "record %u: cannot create a lock", record->index);
+    status = host_rows_init(&job.rows, rows, err);
+    if (status < 0)
         goto done;
-    }
     uint64_t scores = 0;
     for (uint32_t b = 0; b < rows; b++)
         scores += (uint64_t)record->lengths[b];
@@ -511,13 +497,9 @@ int census_record_json(const struct capture_record *record, const uint32_t *ks, 
     if (threads > rows)
         threads = rows ? rows : 1;
     host_threads_run(threads, census_rows_thread, &job);
-    pthread_mutex_destroy(&job.lock);
-    if (job.error_status != AUDIT_OK) {
-        status = audit_fail(err, job.error_status,
-                            "record %u row %u: out of memory taking the census at k = %u",
-                            record->index, job.error_row, job.error_k);
+    status = host_rows_finish(&job.rows, err);
+    if (status < 0)
         goto done;
-    }
 
     cJSON_AddNumberToObject(json, "record", record->index);
     json_add_u64(json, "file_offset", record->file_offset);

@@ -66,3 +66,45 @@ void host_threads_run(unsigned threads, void (*work)(void *argument, unsigned sl
     for (unsigned i = 0; i < started_count; i++)
         pthread_join(started[i].id, NULL);
 }
+
+int host_rows_init(struct host_rows *rows, uint32_t count, struct audit_error *err)
+{
+    rows->count = count;
+    rows->next = 0;
+    rows->failed_row = count;
+    rows->failure.code = 0;
+    rows->failure.message[0] = '\0';
+    if (pthread_mutex_init(&rows->lock, NULL) != 0)
+        return audit_fail(err, AUDIT_ENOMEM, "cannot create a lock for %u rows", count);
+    return 0;
+}
+
+bool host_rows_claim(struct host_rows *rows, uint32_t *row)
+{
+    pthread_mutex_lock(&rows->lock);
+    const bool claimed = rows->next < rows->failed_row;
+    if (claimed)
+        *row = rows->next++;
+    pthread_mutex_unlock(&rows->lock);
+    return claimed;
+}
+
+void host_rows_fail(struct host_rows *rows, uint32_t row, const struct audit_error *error)
+{
+    pthread_mutex_lock(&rows->lock);
+    if (row < rows->failed_row) {
+        rows->failed_row = row;
+        rows->failure = *error;
+    }
+    pthread_mutex_unlock(&rows->lock);
+}
+
+int host_rows_finish(struct host_rows *rows, struct audit_error *err)
+{
+    pthread_mutex_destroy(&rows->lock);
+    if (rows->failed_row == rows->count)
+        return 0;
+    if (err)
+        *err = rows->failure;
+    return rows->failure.code;
+}

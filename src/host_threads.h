@@ -1,14 +1,19 @@
-/* A few threads for the host work of one output in `run` (docs/PERF.md "Host cost per distinct
- * output"): its SHA-256, set hash, contract checks and comparison with the first rep are
- * independent and each takes milliseconds, while the kernel that made the output takes well
- * under one.
+/* A few threads for host work that splits into independent pieces: the host work of one output
+ * in `run` (docs/PERF.md "Host cost per distinct output": its SHA-256, set hash, contract checks
+ * and comparison with the first rep), and the rows of a record in the CPU reference and the
+ * census (host_rows below).
  *
  * Threads are started for one call and joined before it returns: none outlives the call, and
  * none exists when `run` forks its worker processes. */
 #ifndef DSATOPK_HOST_THREADS_H
 #define DSATOPK_HOST_THREADS_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
 
 /* The most threads host_threads_count gives without the environment variable, and with it. */
 #define HOST_THREADS_DEFAULT_MAX 8u
@@ -27,5 +32,26 @@ unsigned host_threads_count(size_t work_items, size_t items_per_thread);
  * The new threads block every signal: signals keep going to the calling thread. */
 void host_threads_run(unsigned threads, void (*work)(void *argument, unsigned slot),
                       void *argument);
+
+/* The rows of a record shared out to host_threads_run's threads: each thread claims the next row
+ * under the lock, so what a row produces does not depend on which thread took it. A failure
+ * keeps the lowest failing row's error and no row after it is handed out any more: the error is
+ * the one a single thread walking the rows in order would have stopped at. */
+struct host_rows {
+    pthread_mutex_t lock;
+    uint32_t count, next;
+    uint32_t failed_row; /* count while no row failed */
+    struct audit_error failure;
+};
+
+/* 0, or AUDIT_ENOMEM (in err) when the lock cannot be made. */
+int host_rows_init(struct host_rows *rows, uint32_t count, struct audit_error *err);
+/* Gives the next row to work on in *row; false when none is left. */
+bool host_rows_claim(struct host_rows *rows, uint32_t *row);
+/* Records that row failed with error (kept when it is the lowest failing row so far). */
+void host_rows_fail(struct host_rows *rows, uint32_t row, const struct audit_error *error);
+/* After host_threads_run: the lowest failing row's code with its message copied to err, or 0.
+ * Releases the lock. */
+int host_rows_finish(struct host_rows *rows, struct audit_error *err);
 
 #endif

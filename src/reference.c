@@ -15,7 +15,6 @@
  * Cost: two passes over the row plus work proportional to the threshold bin and to k. */
 #include "reference.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,19 +364,13 @@ static int translate_row(const struct capture_record *record, uint32_t b, uint32
     return AUDIT_OK;
 }
 
-/* The rows of one record, shared out to a few threads (host_threads.h): each claims the next
- * row under the lock, so the output does not depend on which thread took which row. The error
- * kept is the one of the lowest failing row, as a single thread walking the rows would report. */
+/* The rows of one record, shared out to a few threads (host_threads.h, host_rows). */
 struct reference_rows {
     const struct capture_record *record;
     uint32_t k;
     bool paged;
     int32_t *out, *raw_out;
-    pthread_mutex_t lock;
-    uint32_t next_row;
-    uint32_t error_row; /* record->rows while no row failed */
-    int error_status;
-    struct audit_error error;
+    struct host_rows rows;
 };
 
 static int reference_one_row(const struct reference_rows *job, uint32_t b,
@@ -414,12 +407,8 @@ static void reference_rows_thread(void *argument, unsigned slot)
     struct topk_scratch scratch = { 0 };
     int32_t *raw_row_buffer = NULL;
     bool buffer_ready = !(job->paged && !job->raw_out);
-    for (;;) {
-        pthread_mutex_lock(&job->lock);
-        const uint32_t b = job->next_row < job->error_row ? job->next_row++ : job->record->rows;
-        pthread_mutex_unlock(&job->lock);
-        if (b >= job->record->rows)
-            break;
+    uint32_t b;
+    while (host_rows_claim(&job->rows, &b)) {
         struct audit_error error = { 0 };
         int status = AUDIT_OK;
         if (!buffer_ready) {
@@ -432,15 +421,8 @@ static void reference_rows_thread(void *argument, unsigned slot)
         }
         if (status == AUDIT_OK)
             status = reference_one_row(job, b, &scratch, raw_row_buffer, &error);
-        if (status != AUDIT_OK) {
-            pthread_mutex_lock(&job->lock);
-            if (b < job->error_row) {
-                job->error_row = b;
-                job->error_status = status;
-                job->error = error;
-            }
-            pthread_mutex_unlock(&job->lock);
-        }
+        if (status != AUDIT_OK)
+            host_rows_fail(&job->rows, b, &error);
     }
     free(raw_row_buffer);
     topk_scratch_free(&scratch);
@@ -458,13 +440,10 @@ int topk_reference_record(const struct capture_record *record, uint32_t k_overri
         .paged = record->page_size > 0 && record->page_table,
         .out = out,
         .raw_out = raw_out,
-        .next_row = 0,
-        .error_row = record->rows,
-        .error_status = AUDIT_OK,
     };
-    if (pthread_mutex_init(&job.lock, NULL) != 0)
-        return audit_fail(err, AUDIT_ENOMEM, "record %u: cannot create a lock",
-                          record->index);
+    int status = host_rows_init(&job.rows, record->rows, err);
+    if (status < 0)
+        return status;
     uint64_t scores = 0;
     for (uint32_t b = 0; b < record->rows; b++)
         scores += record->lengths[b] > 0 ? (uint64_t)record->lengths[b] : 0u;
@@ -472,11 +451,5 @@ int topk_reference_record(const struct capture_record *record, uint32_t k_overri
     if (threads > record->rows)
         threads = record->rows ? record->rows : 1;
     host_threads_run(threads, reference_rows_thread, &job);
-    pthread_mutex_destroy(&job.lock);
-    if (job.error_status != AUDIT_OK) {
-        if (err)
-            *err = job.error;
-        return job.error_status;
-    }
-    return AUDIT_OK;
+    return host_rows_finish(&job.rows, err);
 }

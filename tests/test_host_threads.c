@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -71,11 +72,60 @@ static void test_run_calls_every_slot_once(void **state)
     }
 }
 
+/* host_rows: every row handed out once; a failure keeps the lowest row's error and stops
+ * handing out the rows after it. */
+struct rows_test {
+    struct host_rows rows;
+    uint32_t seen[200]; /* each written by the one thread that claimed the row */
+};
+
+static void rows_thread(void *argument, unsigned slot)
+{
+    (void)slot;
+    struct rows_test *test = argument;
+    uint32_t b;
+    while (host_rows_claim(&test->rows, &b)) {
+        test->seen[b]++;
+        if (b == 150 || b == 90 || b == 170) {
+            struct audit_error error = { 0 };
+            audit_fail(&error, AUDIT_EDATA, "row %u failed", b);
+            host_rows_fail(&test->rows, b, &error);
+        }
+    }
+}
+
+static void test_rows_claim_and_lowest_failure(void **state)
+{
+    (void)state;
+    for (unsigned threads = 1; threads <= 8; threads *= 2) {
+        struct rows_test test = { 0 };
+        struct audit_error err = { 0 };
+        assert_int_equal(host_rows_init(&test.rows, 80, &err), 0);
+        host_threads_run(threads, rows_thread, &test);
+        assert_int_equal(host_rows_finish(&test.rows, &err), 0);
+        for (uint32_t b = 0; b < 80; b++)
+            assert_int_equal(test.seen[b], 1);
+
+        memset(&test, 0, sizeof(test));
+        assert_int_equal(host_rows_init(&test.rows, 200, &err), 0);
+        host_threads_run(threads, rows_thread, &test);
+        assert_int_equal(host_rows_finish(&test.rows, &err), AUDIT_EDATA);
+        assert_string_equal(err.message, "row 90 failed");
+        for (uint32_t b = 0; b <= 90; b++)
+            assert_int_equal(test.seen[b], 1); /* every row up to the failure ran */
+        for (uint32_t b = 91; b < 200; b++)
+            assert_true(test.seen[b] <= 1);
+        if (threads == 1)
+            assert_int_equal(test.seen[91], 0); /* one thread stops at the failure */
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_count_from_environment_and_size),
         cmocka_unit_test(test_run_calls_every_slot_once),
+        cmocka_unit_test(test_rows_claim_and_lowest_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
