@@ -23,7 +23,11 @@
 #include <string.h>
 
 #include "checks.h"
+#include "host_threads.h"
 #include "reference.h"
+
+/* A thread costs tens of microseconds to start; a row of 131072 scores takes about 150. */
+#define BOUNDARY_SCORES_PER_THREAD (512u * 1024u)
 
 static const char *const check_kind_names[CHECK_KIND_COUNT] = {
     [CHECK_SHORT] = "short",
@@ -90,6 +94,55 @@ void checks_release(struct check_context *context)
     memset(context, 0, sizeof(*context));
 }
 
+/* Per row, once the reference is known: the candidates, the boundary key (the reference's k-th
+ * entry) and how many candidates rank above it. Rows are shared out to a few threads
+ * (host_threads.h, host_rows); each row writes only its own entries. */
+struct boundary_rows {
+    struct check_context *context;
+    struct host_rows rows;
+};
+
+static void boundary_rows_thread(void *argument, unsigned slot)
+{
+    (void)slot;
+    struct boundary_rows *job = argument;
+    struct check_context *context = job->context;
+    const struct capture_record *record = context->record;
+    const uint32_t k = context->k;
+    const int32_t *reference_raw = context->reference_raw ? context->reference_raw
+                                                          : context->reference;
+    uint32_t b;
+    while (host_rows_claim(&job->rows, &b)) {
+        const float *window = capture_row_window(record, b);
+        int32_t length = record->lengths[b];
+        int64_t candidates = 0;
+        for (int32_t i = 0; i < length; i++)
+            candidates += !is_negative_infinity(window[i]);
+        context->candidates[b] = candidates;
+        if (candidates <= (int64_t)k) {
+            /* No boundary: every candidate is selected. */
+            context->boundary_key[b] = 0;
+            context->above[b] = candidates;
+            continue;
+        }
+        int32_t kth = reference_raw[(size_t)b * k + (k - 1)];
+        if (kth < 0 || kth >= length) {
+            struct audit_error error = { 0 };
+            audit_fail(&error, AUDIT_EDATA,
+                       "record %u row %u: reference k-th entry %d outside the window (length %d)",
+                       record->index, b, kth, length);
+            host_rows_fail(&job->rows, b, &error);
+            continue;
+        }
+        uint32_t boundary = topk_order_key(window[kth]);
+        int64_t above = 0;
+        for (int32_t i = 0; i < length; i++)
+            above += !is_negative_infinity(window[i]) && topk_order_key(window[i]) > boundary;
+        context->boundary_key[b] = boundary;
+        context->above[b] = above;
+    }
+}
+
 int checks_prepare(struct check_context *context, const struct capture_record *record, uint32_t k,
                    struct audit_error *err)
 {
@@ -144,35 +197,21 @@ int checks_prepare(struct check_context *context, const struct capture_record *r
     if (status < 0)
         goto error;
 
-    const int32_t *reference_raw = context->reference_raw ? context->reference_raw
-                                                          : context->reference;
-    for (uint32_t b = 0; b < record->rows; b++) {
-        const float *window = capture_row_window(record, b);
-        int32_t length = record->lengths[b];
-        int64_t candidates = 0;
-        for (int32_t i = 0; i < length; i++)
-            candidates += !is_negative_infinity(window[i]);
-        context->candidates[b] = candidates;
-        if (candidates <= (int64_t)k) {
-            /* No boundary: every candidate is selected. */
-            context->boundary_key[b] = 0;
-            context->above[b] = candidates;
-            continue;
-        }
-        int32_t kth = reference_raw[(size_t)b * k + (k - 1)];
-        if (kth < 0 || kth >= length) {
-            status = audit_fail(err, AUDIT_EDATA,
-                                "record %u row %u: reference k-th entry %d outside the window "
-                                "(length %d)", record->index, b, kth, length);
-            goto error;
-        }
-        uint32_t boundary = topk_order_key(window[kth]);
-        int64_t above = 0;
-        for (int32_t i = 0; i < length; i++)
-            above += !is_negative_infinity(window[i]) && topk_order_key(window[i]) > boundary;
-        context->boundary_key[b] = boundary;
-        context->above[b] = above;
-    }
+    /* The boundary of every row, rows shared out like the reference's (boundary_rows_thread). */
+    struct boundary_rows job = { .context = context };
+    status = host_rows_init(&job.rows, record->rows, err);
+    if (status < 0)
+        goto error;
+    uint64_t scores = 0;
+    for (uint32_t b = 0; b < record->rows; b++)
+        scores += (uint64_t)record->lengths[b]; /* checked non-negative above */
+    unsigned threads = host_threads_count((size_t)scores, BOUNDARY_SCORES_PER_THREAD);
+    if (threads > record->rows)
+        threads = record->rows ? record->rows : 1;
+    host_threads_run(threads, boundary_rows_thread, &job);
+    status = host_rows_finish(&job.rows, err);
+    if (status < 0)
+        goto error;
     return 0;
 
 error:
