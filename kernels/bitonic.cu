@@ -1707,16 +1707,21 @@ static const char *split_env_text(void)
 }
 
 /* How a shape is cut. Returns false where the tree path does not apply (the one-CTA path runs):
- * mode never, k of 0 or above TREE_MAX_K, no rows, a tree deeper than TREE_MAX_LEVELS, or a grid
- * over 2^31 - 1 blocks. `always` cuts leaves of 2048 elements, so that the GPU suite runs deep
- * trees, leaf boundaries and partial parents on every shape. */
-static bool tree_plan_of(const struct topk_shape *shape, enum split_mode mode,
-                         struct tree_plan *plan)
+ * mode never, k of 0 or above TREE_MAX_K, no rows, a device whose shared memory per block is
+ * below the tree kernel's (its static part and two output buffers: 98976 B at k = 4096), a tree
+ * deeper than TREE_MAX_LEVELS, or a grid over 2^31 - 1 blocks. `always` cuts leaves of 2048
+ * elements, so that the GPU suite runs deep trees, leaf boundaries and partial parents on every
+ * shape. */
+static bool tree_plan_of(const struct gpu_device_info *device, const struct topk_shape *shape,
+                         enum split_mode mode, struct tree_plan *plan)
 {
     memset(plan, 0, sizeof(*plan));
     if (mode == SPLIT_NEVER || mode == SPLIT_INVALID)
         return false;
     if (shape->rows == 0 || shape->k == 0 || shape->k > TREE_MAX_K || shape->max_length < 0)
+        return false;
+    if (sizeof(tree_shared) + 2 * (size_t)composite_entries(shape->k) * sizeof(uint64_t) >
+        device->smem_per_block_optin)
         return false;
     const uint64_t length = (uint64_t)shape->max_length;
     plan->leaf_elements = mode == SPLIT_ALWAYS ? TREE_LEAF_QUANTUM : TREE_CAPACITY;
@@ -1962,10 +1967,10 @@ static int bitonic_supports(const struct gpu_device_info *device, const struct t
     struct tree_plan plan;
     if (cluster_plan_of(device, shape, split_mode_now(), &cluster))
         snprintf(reason, reason_bytes,
-                 "rows as clusters of %u blocks of %u elements (thread-block clusters; the tree "
-                 "path where no such cluster fits)",
-                 cluster.parts, cluster.items * TREE_THREADS);
-    else if (tree_plan_of(shape, split_mode_now(), &plan))
+                 "one thread-block cluster per row: %u block%s of %u elements (the tree path "
+                 "where no such cluster fits)",
+                 cluster.parts, cluster.parts == 1 ? "" : "s", cluster.items * TREE_THREADS);
+    else if (tree_plan_of(device, shape, split_mode_now(), &plan))
         snprintf(reason, reason_bytes,
                  "rows cut into %u leaves of %u elements merged %u at a time (%u levels), "
                  "%zu B of scratch",
@@ -1983,11 +1988,10 @@ static int bitonic_supports(const struct gpu_device_info *device, const struct t
 static size_t bitonic_scratch_bytes(const struct gpu_device_info *device,
                                     const struct topk_shape *shape)
 {
-    (void)device;
     /* Also where the cluster path will run: the tree path is its fallback when no cluster of
      * that size fits the device, which only the launch finds out. */
     struct tree_plan plan;
-    if (!tree_plan_of(shape, split_mode_now(), &plan))
+    if (!tree_plan_of(device, shape, split_mode_now(), &plan))
         return 0; /* one CTA per row: everything lives in shared memory */
     return tree_layout_of(shape, &plan).total;
 }
@@ -2015,7 +2019,7 @@ static int bitonic_launch(const struct topk_problem *problem, const struct gpu_d
             return status; /* launched, or failed */
     }
     struct tree_plan plan;
-    if (tree_plan_of(shape, split_mode_now(), &plan))
+    if (tree_plan_of(device, shape, split_mode_now(), &plan))
         return tree_launch(problem, &plan, stream, err);
     const size_t fixed = bitonic_fixed_smem(shape->k);
     /* The rest of the block's shared memory stages threshold bins; no more than the longest

@@ -1,0 +1,127 @@
+/* The built-in backends' supports() and scratch_bytes() are pure functions of a described
+ * device and shape (no CUDA call), so the path `bitonic` picks can be checked without a GPU:
+ * the cluster path where the grid fits one wave of an sm_90 device, the tree path elsewhere,
+ * one CTA per row above k = 4096 (docs/BACKENDS.md). Run with DSATOPK_BITONIC_SPLIT unset
+ * (auto); the knob is read once per process. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "topk_backends.h"
+
+static struct gpu_device_info h200(void)
+{
+    struct gpu_device_info info;
+    memset(&info, 0, sizeof(info));
+    snprintf(info.name, sizeof(info.name), "NVIDIA H200");
+    info.cc_major = 9;
+    info.sm_count = 132;
+    info.smem_per_sm = 233472;
+    info.smem_per_block_optin = 232448;
+    info.reported_smem_per_sm = 233472;
+    info.l2_bytes = 60 << 20;
+    return info;
+}
+
+static struct topk_shape shape_of(uint32_t rows, int32_t length, uint32_t k)
+{
+    struct topk_shape shape = { .rows = rows, .k = k, .row_stride = (uint64_t)length,
+                                .max_length = length };
+    return shape;
+}
+
+/* The reason bitonic gives for rows x length at k on device. */
+static const char *bitonic_reason(const struct gpu_device_info *device, uint32_t rows,
+                                  int32_t length, uint32_t k)
+{
+    static char reason[512];
+    const struct topk_backend *bitonic = topk_backend_find("bitonic");
+    assert_non_null(bitonic);
+    struct topk_shape shape = shape_of(rows, length, k);
+    reason[0] = '\0';
+    assert_int_equal(bitonic->supports(device, &shape, reason, sizeof(reason)), 1);
+    return reason;
+}
+
+static void test_bitonic_paths_on_h200(void **state)
+{
+    (void)state;
+    if (getenv("DSATOPK_BITONIC_SPLIT"))
+        skip();
+    const struct gpu_device_info device = h200();
+    /* One wave of clusters: 2 CTAs per SM with slices of 8192 (264 here). */
+    assert_non_null(strstr(bitonic_reason(&device, 64, 32768, 2048),
+                           "cluster per row: 4 blocks of 8192 elements"));
+    assert_non_null(strstr(bitonic_reason(&device, 16, 65536, 512),
+                           "cluster per row: 8 blocks of 8192 elements"));
+    assert_non_null(strstr(bitonic_reason(&device, 64, 8192, 2048),
+                           "cluster per row: 1 block of 8192 elements"));
+    /* Rows above 65536: slices of 16384, one CTA per SM, half the SMs (66 here). */
+    assert_non_null(strstr(bitonic_reason(&device, 8, 131072, 2048),
+                           "cluster per row: 8 blocks of 16384 elements"));
+    /* Two waves: the tree. */
+    assert_non_null(strstr(bitonic_reason(&device, 16, 131072, 2048), "leaves of 8192"));
+    assert_non_null(strstr(bitonic_reason(&device, 64, 65536, 2048), "leaves of 8192"));
+    assert_non_null(strstr(bitonic_reason(&device, 300, 8192, 512), "leaves of 8192"));
+    /* Longer than 16 slices of 16384: the tree. */
+    assert_non_null(strstr(bitonic_reason(&device, 1, 300000, 2048), "leaves of 8192"));
+    /* k above 4096: one CTA per row. */
+    assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 8192), "one block per row"));
+}
+
+static void test_bitonic_paths_elsewhere(void **state)
+{
+    (void)state;
+    if (getenv("DSATOPK_BITONIC_SPLIT"))
+        skip();
+    /* A newer device runs the sm_90 PTX: clusters still. */
+    struct gpu_device_info device = h200();
+    device.cc_major = 10;
+    assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 2048), "cluster per row"));
+    /* Fewer SMs, a smaller wave: 16 rows of 4 CTAs need 32 SMs. */
+    device = h200();
+    device.sm_count = 24;
+    assert_non_null(strstr(bitonic_reason(&device, 16, 32768, 2048), "leaves of 8192"));
+    assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 2048), "cluster per row"));
+    /* Too little shared memory per block for the cluster and tree kernels at k 4096 (about
+     * 33 KiB + 64 KiB each): one CTA per row, which needs 41 KiB. At k 2048 clusters fit. */
+    device = h200();
+    device.smem_per_block_optin = 90 * 1024;
+    assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 4096), "one block per row"));
+    assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 2048), "cluster per row"));
+    /* An emulated GB10 (100 KiB per SM): both fit at k 4096. */
+    device = h200();
+    device.smem_per_sm = device.smem_per_block_optin = 102400;
+    assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 4096), "cluster per row"));
+    assert_non_null(strstr(bitonic_reason(&device, 64, 131072, 4096), "leaves of 8192"));
+}
+
+static void test_bitonic_scratch_keeps_the_fallback(void **state)
+{
+    (void)state;
+    if (getenv("DSATOPK_BITONIC_SPLIT"))
+        skip();
+    const struct topk_backend *bitonic = topk_backend_find("bitonic");
+    const struct gpu_device_info device = h200();
+    /* A cluster shape still gets the tree's scratch: the launch falls back to the tree when no
+     * cluster of that size fits, which only the launch can find out. */
+    struct topk_shape clustered = shape_of(4, 32768, 2048), single = shape_of(4, 8192, 2048);
+    assert_true(bitonic->scratch_bytes(&device, &clustered) > 0);
+    assert_int_equal(bitonic->scratch_bytes(&device, &single), 0); /* one leaf: none */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bitonic_paths_on_h200),
+        cmocka_unit_test(test_bitonic_paths_elsewhere),
+        cmocka_unit_test(test_bitonic_scratch_keeps_the_fallback),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
