@@ -494,6 +494,9 @@ static int bench_run(const struct bench_options *options)
                     continue;
                 }
                 cJSON_AddStringToObject(item, "status", "ok");
+                /* What supports() said it would run (bitonic: cluster, tree or one CTA). */
+                if (reason[0])
+                    cJSON_AddStringToObject(item, "plan", reason);
                 json_add_number(item, "median_us", timing.median_us);
                 json_add_number(item, "min_us", timing.min_us);
                 json_add_number(item, "max_us", timing.max_us);
