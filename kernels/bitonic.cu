@@ -1296,7 +1296,7 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
  *
  * Where the hardware has thread-block clusters (sm_90 and newer), a row of up to 16 slices is
  * one cluster of `parts` CTAs (512 threads, a slice of 8192 elements each; 16384 for rows of
- * more than 131072), launched together by the hardware and able to read each other's shared
+ * more than 65536), launched together by the hardware and able to read each other's shared
  * memory. One kernel, no scratch, no memset, and the row is read from memory once:
  *
  *   level 0  every CTA histograms the top 11 bits of its slice's 32-bit order keys (registers);
@@ -1310,10 +1310,11 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
  *   ties     candidates equal to the threshold key are taken in index order: a CTA's quota is
  *            what the CTAs before it (lower indices) left, from their histogram counts; inside a
  *            CTA, block prefix sums over the index-ordered slice;
- *   gather   each CTA writes its selected (key, index) composites into every CTA's buffer at its
- *            offset (the selected counts of the CTAs before it) plus its block-scan slot;
- *   output   every CTA ranks the whole selection by buckets (the tree root's code) and writes
- *            its share of the output slots.
+ *   gather   each CTA writes its selected (key, index) composites into the leader's (rank 0)
+ *            buffer at its offset (the selected counts of the CTAs before it) plus its
+ *            block-scan slot; then every CTA but the leader exits;
+ *   output   the leader ranks the selection by buckets (the tree root's code, tree_write_output)
+ *            and writes the row.
  *
  * Nothing depends on arrival order: counts, prefix sums and the order of unique composites.
  * The cluster barrier is hardware's (the cluster's CTAs are co-scheduled by construction, so it
@@ -1323,8 +1324,10 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
 
 #define CLUSTER_MAX_PARTS 16u      /* CTAs per cluster: non-portable above 8 on sm_90 */
 #define CLUSTER_PORTABLE_PARTS 8u
+/* Clusters of up to this many slices of 8192; longer rows take slices of 16384 (32 keys per
+ * thread). 16 measured slower on the H200 (docs/PERF.md, v0.3.0 notes); a -D to try others. */
 #ifndef CLUSTER_ITEMS16_PARTS
-#define CLUSTER_ITEMS16_PARTS 8u  /* longer rows: slices of 16384 (32 keys per thread) */
+#define CLUSTER_ITEMS16_PARTS 8u
 #endif
 
 struct cluster_exchange {
