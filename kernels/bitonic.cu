@@ -40,10 +40,11 @@
  * their lists (the exact top k of the union), up to one root per row, which writes the output in
  * canonical order. A memset and two kernels.
  *
- * Determinism: gpu_to_gpu. Nothing depends on scheduling; the only atomics are histogram counts,
- * whose sums do not depend on their order, and arrival counters, which only decide which CTA
- * does a merge after every child has finished its part (the merge's result is a set that does
- * not depend on who computes it).
+ * Determinism: gpu_to_gpu. Nothing depends on scheduling; the only atomics are histogram counts
+ * and minima/maxima, whose results do not depend on their order, scatter cursors into buffers
+ * that are then ranked by value, and arrival counters, which only decide which CTA does a merge
+ * after every child has finished its part (the merge's result is a set that does not depend on
+ * who computes it).
  *
  * Limits: k <= 8192 (the composite buffer, 8 * max(64, next_pow2(k)) bytes, lives in shared
  * memory next to 8.3 KiB of control: k = 8192 needs 74000 B); rows up to 2^31 - 1 elements (64-bit
