@@ -280,10 +280,60 @@ void check_counts_add(struct check_counts *sum, const struct check_counts *part)
     sum->equals_reference = sum->equals_reference && part->equals_reference;
 }
 
+/* The kinds that depend on the order of a row's entries; the others depend on its multiset. */
+#define CHECK_ORDER_KINDS ((1u << CHECK_ORDER) | (1u << CHECK_PADDING))
+#define CHECK_REUSE_BLOCKERS ((1u << CHECK_OUT_OF_RANGE) | (1u << CHECK_DUPLICATE))
+
+/* Order and padding of a row whose entries are all -1 or valid (in range, not -inf, no index
+ * twice): the same judgement as the full loop of checks_output_rows makes on such a row. */
+static uint32_t row_order_flags(const struct capture_record *record, uint32_t b,
+                                const int32_t *raw_row, uint32_t k,
+                                const struct check_claims *claims)
+{
+    const float *window = capture_row_window(record, b);
+    const bool order_claimed = claims->canonical_order || claims->index_ascending;
+    uint32_t flags = 0, previous_key = 0;
+    int32_t previous_index = 0;
+    bool padding_started = false, has_previous = false;
+    for (uint32_t j = 0; j < k; j++) {
+        const int32_t raw = raw_row[j];
+        if (raw == -1) {
+            padding_started = true;
+            continue;
+        }
+        if (padding_started)
+            flags |= 1u << CHECK_PADDING;
+        if (!order_claimed)
+            continue;
+        const uint32_t key = topk_order_key(window[raw]);
+        if (has_previous) {
+            if (claims->canonical_order &&
+                (key > previous_key || (key == previous_key && raw < previous_index)))
+                flags |= 1u << CHECK_ORDER;
+            if (claims->index_ascending && raw < previous_index)
+                flags |= 1u << CHECK_ORDER;
+        }
+        has_previous = true;
+        previous_key = key;
+        previous_index = raw;
+    }
+    return flags;
+}
+
 int checks_output_rows(const struct check_context *context, const int32_t *out,
                        const int32_t *raw_out, const struct check_claims *claims,
                        uint32_t first_row, uint32_t end_row, uint8_t *seen,
                        struct check_counts *counts, uint32_t *row_flags, struct audit_error *err)
+{
+    return checks_output_rows_reusing(context, out, raw_out, claims, first_row, end_row, seen,
+                                      NULL, counts, row_flags, err);
+}
+
+int checks_output_rows_reusing(const struct check_context *context, const int32_t *out,
+                               const int32_t *raw_out, const struct check_claims *claims,
+                               uint32_t first_row, uint32_t end_row, uint8_t *seen,
+                               const struct check_reuse *reuse, struct check_counts *counts,
+                               uint32_t *row_flags, struct audit_error *err)
 {
     static const struct check_claims no_claims;
     struct multiset_scratch scratch = { 0 };
@@ -317,6 +367,19 @@ int checks_output_rows(const struct check_context *context, const int32_t *out,
         int32_t length = record->lengths[b];
         const int32_t *out_row = out + (size_t)b * k;
         const int32_t *raw_row = raw_out + (size_t)b * k;
+        if (reuse && !paged && reuse->rows_differing[b] == 0 &&
+            !(reuse->row_flags[b] & CHECK_REUSE_BLOCKERS)) {
+            const uint32_t flags = (reuse->row_flags[b] & ~CHECK_ORDER_KINDS) |
+                                   row_order_flags(record, b, raw_row, k, claims);
+            if (row_flags)
+                row_flags[b] = flags;
+            if (flags) {
+                counts->rows_with_violation++;
+                for (int kind = 0; kind < CHECK_KIND_COUNT; kind++)
+                    counts->violations[kind] += (flags >> kind) & 1u;
+            }
+            continue;
+        }
         int64_t candidates = context->candidates[b];
         bool has_boundary = candidates > (int64_t)k;
         int64_t needed = has_boundary ? (int64_t)k : candidates;

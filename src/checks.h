@@ -76,6 +76,23 @@ int checks_output_rows(const struct check_context *context, const int32_t *out,
                        const int32_t *raw_out, const struct check_claims *claims,
                        uint32_t first_row, uint32_t end_row, uint8_t *seen,
                        struct check_counts *counts, uint32_t *row_flags, struct audit_error *err);
+
+/* An output checked before, whose rows another output may select again in another order (a
+ * kernel whose order flaps): every kind but order and padding is a function of a row's index
+ * multiset, so such a row needs only its order and padding judged. */
+struct check_reuse {
+    const uint32_t *row_flags;      /* per row: the checked output's flags */
+    const uint32_t *rows_differing; /* per row: 0 where this output's row has that row's multiset */
+};
+/* checks_output_rows, taking the multiset kinds of a row from reuse where rows_differing[b] is
+ * 0 and the checked row had neither an out-of-range nor a duplicate entry (those rows, and
+ * records with a page table, are checked in full). The same flags and counts as
+ * checks_output_rows. reuse may be NULL. */
+int checks_output_rows_reusing(const struct check_context *context, const int32_t *out,
+                               const int32_t *raw_out, const struct check_claims *claims,
+                               uint32_t first_row, uint32_t end_row, uint8_t *seen,
+                               const struct check_reuse *reuse, struct check_counts *counts,
+                               uint32_t *row_flags, struct audit_error *err);
 /* Adds the counts of part (other rows of the same output) to sum; equals_reference when both
  * are. Start sum with zero counts and equals_reference true. */
 void check_counts_add(struct check_counts *sum, const struct check_counts *part);

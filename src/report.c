@@ -63,6 +63,8 @@ static void tally_drop_baseline(struct output_tally *tally)
     free(tally->baseline);
     free(tally->baseline_sorted);
     tally->baseline = tally->baseline_sorted = NULL;
+    tally->baseline_set_hash_known = false;
+    tally->baseline_row_flags_known = false;
 }
 
 static void sort_rows(int32_t *indices, uint32_t rows, uint32_t k, int32_t *sort_scratch)
@@ -165,6 +167,7 @@ void output_tally_release(struct output_tally *tally)
     free(tally->work_positions);
     free(tally->work_indices);
     free(tally->work_row_flags);
+    free(tally->baseline_row_flags);
     memset(tally, 0, sizeof(*tally));
 }
 
@@ -219,6 +222,8 @@ struct output_work {
     const struct check_claims *claims;
     bool hash_output;     /* the SHA-256 of out and raw_out are jobs too */
     bool fresh_baseline;  /* out is the new baseline: its sorted rows go to baseline_sorted */
+    bool reuse_checks;    /* rows with the baseline's multisets take its flags (check_reuse):
+                             checks wait for every row chunk, which finds those rows */
     uint32_t chunk_rows, chunks;
     /* Results; the digests are written by their job alone, the rest under the lock. */
     uint8_t hash[HASH_BYTES], raw_hash[HASH_BYTES], set_hash[HASH_BYTES];
@@ -305,14 +310,29 @@ static enum output_job output_work_claim(struct output_work *work, bool can_sort
             work->raw_hash_claimed = true;
             return OUTPUT_JOB_RAW_HASH;
         }
-        if (can_check && work->checks && work->next_check_chunk < work->chunks) {
+        if (can_check && work->checks && work->next_check_chunk < work->chunks &&
+            (!work->reuse_checks || work->row_chunks_done == work->chunks)) {
             *chunk = work->next_check_chunk++;
             return OUTPUT_JOB_CHECKS;
         }
-        if (work->set_hash_claimed)
+        if (work->set_hash_claimed &&
+            (!work->checks || !can_check || work->next_check_chunk == work->chunks))
             return OUTPUT_JOB_NONE;
         pthread_cond_wait(&work->rows_done, &work->lock);
     }
+}
+
+/* After every row chunk: does each row select the same index set as the baseline's row? Then
+ * the sorted rows are the baseline's and so is the set hash (struct output_tally). */
+static bool sets_equal_baseline(const struct output_work *work)
+{
+    const struct output_tally *tally = work->tally;
+    if (work->fresh_baseline || !tally->baseline_set_hash_known)
+        return false;
+    for (uint32_t b = 0; b < tally->rows; b++)
+        if (tally->work_indices[b] != 0)
+            return false;
+    return true;
 }
 
 /* One thread of the work (host_threads_run): claims and runs jobs until none is left. */
@@ -347,8 +367,11 @@ static void output_work_thread(void *argument, unsigned slot)
             equals_reference = output_work_rows(work, chunk, sort_scratch, &sort_ms);
             break;
         case OUTPUT_JOB_SET_HASH:
-            hash_sorted_index_rows(tally->work_sorted_rows, tally->rows, tally->k,
-                                   work->set_hash);
+            if (sets_equal_baseline(work))
+                memcpy(work->set_hash, tally->baseline_set_hash, HASH_BYTES);
+            else
+                hash_sorted_index_rows(tally->work_sorted_rows, tally->rows, tally->k,
+                                       work->set_hash);
             break;
         case OUTPUT_JOB_OUTPUT_HASH:
             hash_indices(work->out, (size_t)tally->rows * tally->k, work->hash);
@@ -360,9 +383,11 @@ static void output_work_thread(void *argument, unsigned slot)
             const uint32_t first = chunk * work->chunk_rows;
             const uint32_t end = first + work->chunk_rows < tally->rows
                                      ? first + work->chunk_rows : tally->rows;
-            chunk_status = checks_output_rows(work->checks, work->out, work->raw_out,
-                                              work->claims, first, end, seen, &chunk_counts,
-                                              tally->work_row_flags, &chunk_error);
+            const struct check_reuse reuse = { tally->baseline_row_flags, tally->work_indices };
+            chunk_status = checks_output_rows_reusing(
+                work->checks, work->out, work->raw_out, work->claims, first, end, seen,
+                work->reuse_checks ? &reuse : NULL, &chunk_counts, tally->work_row_flags,
+                &chunk_error);
             break;
         }
         case OUTPUT_JOB_NONE:
@@ -410,8 +435,9 @@ static int tally_work_buffers(struct output_tally *tally, struct audit_error *er
     tally->work_positions = allocate_array(tally->rows, sizeof(uint32_t));
     tally->work_indices = allocate_array(tally->rows, sizeof(uint32_t));
     tally->work_row_flags = allocate_array(tally->rows, sizeof(uint32_t));
+    tally->baseline_row_flags = allocate_array(tally->rows, sizeof(uint32_t));
     if (tally->work_sorted && tally->work_sorted_rows && tally->work_positions &&
-        tally->work_indices && tally->work_row_flags)
+        tally->work_indices && tally->work_row_flags && tally->baseline_row_flags)
         return AUDIT_OK;
     /* All or none, so that the next output tries again. */
     free(tally->work_sorted);
@@ -419,9 +445,11 @@ static int tally_work_buffers(struct output_tally *tally, struct audit_error *er
     free(tally->work_positions);
     free(tally->work_indices);
     free(tally->work_row_flags);
+    free(tally->baseline_row_flags);
     tally->work_sorted = NULL;
     tally->work_sorted_rows = NULL;
     tally->work_positions = tally->work_indices = tally->work_row_flags = NULL;
+    tally->baseline_row_flags = NULL;
     return audit_fail(err, AUDIT_ENOMEM, "out of memory for the host work of a %u x %u output",
                       tally->rows, tally->k);
 }
@@ -639,10 +667,21 @@ int output_tally_add_hashed(struct output_tally *tally, const int32_t *out, cons
                 goto error;
             work.fresh_baseline = true;
         }
+        work.reuse_checks = checks && !work.fresh_baseline && tally->baseline_row_flags_known &&
+                            checks->record && checks->record->page_size == 0;
         status = output_work_run(&work);
         if (status < 0) {
             *err = work.error;
             goto error;
+        }
+        if (work.fresh_baseline) {
+            memcpy(tally->baseline_set_hash, work.set_hash, HASH_BYTES);
+            tally->baseline_set_hash_known = true;
+            if (checks) {
+                memcpy(tally->baseline_row_flags, tally->work_row_flags,
+                       tally->rows * sizeof(uint32_t));
+                tally->baseline_row_flags_known = true;
+            }
         }
         /* The row hashes said new; an equal SHA-256 means they were not this output's. */
         if (work.hash_output)

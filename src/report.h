@@ -84,6 +84,15 @@ struct output_tally {
      * an external one given at init, e.g. the first eager rep for graph replays). */
     int32_t *baseline;              /* rows * k, owned copy */
     int32_t *baseline_sorted;       /* rows * k, each row sorted ascending */
+    /* The baseline's set hash, known when the baseline was this tally's first output: an output
+     * whose every row selects the baseline row's set (same indices, any order: a kernel whose
+     * order flaps) has the same set hash, so its SHA-256 stream over the sorted rows is skipped. */
+    uint8_t baseline_set_hash[HASH_BYTES];
+    bool baseline_set_hash_known;
+    /* Likewise the baseline's check flags per row (rows entries, with the work buffers): a row
+     * with the baseline row's index multiset needs only its order judged (check_reuse). */
+    uint32_t *baseline_row_flags;
+    bool baseline_row_flags_known;
     bool baseline_external;
     uint32_t *row_reps_differing;
     uint32_t *row_reps_set_differing;

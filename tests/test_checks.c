@@ -446,6 +446,87 @@ static void test_rows_in_parts_equal_one_call(void **state)
     free(seen);
 }
 
+/* A row selecting an already checked row's multiset in another order takes that row's multiset
+ * kinds and has only its order and padding judged: the flags and counts equal a full check's,
+ * for every claim set, on seeded random outputs over the basic record (NaNs, -inf, ties,
+ * padding, duplicates and out-of-range entries included). */
+static int32_t random_entry(void)
+{
+    const uint32_t draw = random_below(24);
+    return draw < 16 ? (int32_t)(draw % 8) : draw < 21 ? -1 : draw < 23 ? 9 : -3;
+}
+
+static bool same_multiset(const int32_t *a, const int32_t *b)
+{
+    int32_t x[BASIC_K], y[BASIC_K];
+    memcpy(x, a, sizeof(x));
+    memcpy(y, b, sizeof(y));
+    for (int i = 0; i < BASIC_K; i++)
+        for (int j = i + 1; j < BASIC_K; j++) {
+            if (x[j] < x[i]) { int32_t t = x[i]; x[i] = x[j]; x[j] = t; }
+            if (y[j] < y[i]) { int32_t t = y[i]; y[i] = y[j]; y[j] = t; }
+        }
+    return memcmp(x, y, sizeof(x)) == 0;
+}
+
+static void test_reuse_equals_full_check(void **state)
+{
+    struct fixture *fixture = *state;
+    struct audit_error err = { 0 };
+    const struct check_claims *const claim_sets[] = { &claims_none, &claims_canonical,
+                                                      &claims_ascending };
+    uint8_t *seen = calloc(fixture->context.seen_bytes, 1);
+    assert_non_null(seen);
+    rng_state = 0x5eed;
+    unsigned reused_rows = 0;
+    for (int trial = 0; trial < 4000; trial++) {
+        int32_t base[BASIC_ROWS * BASIC_K], out[BASIC_ROWS * BASIC_K];
+        uint32_t differing[BASIC_ROWS];
+        for (int i = 0; i < BASIC_ROWS * BASIC_K; i++)
+            base[i] = random_below(3) ? basic_reference[i] : random_entry();
+        for (uint32_t b = 0; b < BASIC_ROWS; b++) {
+            int32_t *row = out + b * BASIC_K;
+            const int32_t *base_row = base + b * BASIC_K;
+            if (random_below(4)) { /* the same entries in a random order */
+                memcpy(row, base_row, BASIC_K * sizeof(int32_t));
+                for (int j = BASIC_K - 1; j > 0; j--) {
+                    const uint32_t other = random_below((uint32_t)j + 1);
+                    int32_t t = row[j]; row[j] = row[other]; row[other] = t;
+                }
+            } else {
+                for (int j = 0; j < BASIC_K; j++)
+                    row[j] = random_below(2) ? base_row[j] : random_entry();
+            }
+            differing[b] = same_multiset(row, base_row) ? 0u : 1u;
+        }
+        for (size_t c = 0; c < sizeof(claim_sets) / sizeof(claim_sets[0]); c++) {
+            uint32_t base_flags[BASIC_ROWS], full_flags[BASIC_ROWS], reused_flags[BASIC_ROWS];
+            struct check_counts base_counts, full, reused;
+            assert_int_equal(checks_output_rows(&fixture->context, base, NULL, claim_sets[c], 0,
+                                                BASIC_ROWS, seen, &base_counts, base_flags, &err),
+                             0);
+            assert_int_equal(checks_output_rows(&fixture->context, out, NULL, claim_sets[c], 0,
+                                                BASIC_ROWS, seen, &full, full_flags, &err), 0);
+            const struct check_reuse reuse = { base_flags, differing };
+            assert_int_equal(checks_output_rows_reusing(&fixture->context, out, NULL,
+                                                        claim_sets[c], 0, BASIC_ROWS, seen,
+                                                        &reuse, &reused, reused_flags, &err), 0);
+            assert_memory_equal(reused_flags, full_flags, sizeof(full_flags));
+            assert_int_equal(reused.rows_with_violation, full.rows_with_violation);
+            for (int kind = 0; kind < CHECK_KIND_COUNT; kind++)
+                assert_int_equal(reused.violations[kind], full.violations[kind]);
+            assert_int_equal(reused.equals_reference, full.equals_reference);
+            for (uint32_t b = 0; b < BASIC_ROWS; b++)
+                reused_rows += differing[b] == 0 && !(base_flags[b] & (bit(CHECK_OUT_OF_RANGE) |
+                                                                       bit(CHECK_DUPLICATE)));
+        }
+    }
+    assert_true(reused_rows > 10000); /* the reuse path did run */
+    for (size_t i = 0; i < fixture->context.seen_bytes; i++)
+        assert_int_equal(seen[i], 0);
+    free(seen);
+}
+
 static void test_null_row_flags_and_claims(void **state)
 {
     struct fixture *fixture = *state;
@@ -868,6 +949,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_padding, setup_basic, teardown_fixture),
         cmocka_unit_test_setup_teardown(test_combined, setup_basic, teardown_fixture),
         cmocka_unit_test_setup_teardown(test_rows_in_parts_equal_one_call, setup_basic,
+                                        teardown_fixture),
+        cmocka_unit_test_setup_teardown(test_reuse_equals_full_check, setup_basic,
                                         teardown_fixture),
         cmocka_unit_test_setup_teardown(test_null_row_flags_and_claims, setup_basic,
                                         teardown_fixture),

@@ -178,6 +178,14 @@ static void test_flapping_rows_on_hand_made_reps(void **state)
     assert_int_equal(tally->rep_distinct[3], tally->rep_distinct[1]);
     assert_memory_equal(tally->rep_hash[3], tally->rep_hash[1], HASH_BYTES);
     assert_memory_equal(tally->rep_set_hash[1], tally->rep_set_hash[0], HASH_BYTES);
+    /* Every rep's set hash is the one hash_index_sets gives its output, whether the tally took
+     * it from the baseline (reps 1 and 3: the same sets) or hashed the sorted rows. */
+    const int32_t *const reps[5] = { rep0, rep1, rep2, rep1, rep4 };
+    for (int rep = 0; rep < 5; rep++) {
+        uint8_t direct[HASH_BYTES];
+        assert_int_equal(hash_index_sets(reps[rep], 3, 4, direct), 0);
+        assert_memory_equal(tally->rep_set_hash[rep], direct, HASH_BYTES);
+    }
 
     /* Row 0 never flaps. */
     assert_int_equal(tally->row_reps_differing[0], 0);
