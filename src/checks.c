@@ -280,6 +280,30 @@ void check_counts_add(struct check_counts *sum, const struct check_counts *part)
     sum->equals_reference = sum->equals_reference && part->equals_reference;
 }
 
+/* The order claims' judgement of a row's valid entries, one after the other. */
+struct order_walk {
+    bool has_previous;
+    uint32_t previous_key;
+    int32_t previous_index;
+};
+
+static inline uint32_t order_step(struct order_walk *walk, const struct check_claims *claims,
+                                  uint32_t key, int32_t raw)
+{
+    uint32_t flags = 0;
+    if (walk->has_previous) {
+        if (claims->canonical_order &&
+            (key > walk->previous_key || (key == walk->previous_key && raw < walk->previous_index)))
+            flags |= 1u << CHECK_ORDER;
+        if (claims->index_ascending && raw < walk->previous_index)
+            flags |= 1u << CHECK_ORDER;
+    }
+    walk->has_previous = true;
+    walk->previous_key = key;
+    walk->previous_index = raw;
+    return flags;
+}
+
 /* The kinds that depend on the order of a row's entries; the others depend on its multiset. */
 #define CHECK_ORDER_KINDS ((1u << CHECK_ORDER) | (1u << CHECK_PADDING))
 #define CHECK_REUSE_BLOCKERS ((1u << CHECK_OUT_OF_RANGE) | (1u << CHECK_DUPLICATE))
@@ -292,9 +316,9 @@ static uint32_t row_order_flags(const struct capture_record *record, uint32_t b,
 {
     const float *window = capture_row_window(record, b);
     const bool order_claimed = claims->canonical_order || claims->index_ascending;
-    uint32_t flags = 0, previous_key = 0;
-    int32_t previous_index = 0;
-    bool padding_started = false, has_previous = false;
+    struct order_walk walk = { 0 };
+    uint32_t flags = 0;
+    bool padding_started = false;
     for (uint32_t j = 0; j < k; j++) {
         const int32_t raw = raw_row[j];
         if (raw == -1) {
@@ -303,19 +327,8 @@ static uint32_t row_order_flags(const struct capture_record *record, uint32_t b,
         }
         if (padding_started)
             flags |= 1u << CHECK_PADDING;
-        if (!order_claimed)
-            continue;
-        const uint32_t key = topk_order_key(window[raw]);
-        if (has_previous) {
-            if (claims->canonical_order &&
-                (key > previous_key || (key == previous_key && raw < previous_index)))
-                flags |= 1u << CHECK_ORDER;
-            if (claims->index_ascending && raw < previous_index)
-                flags |= 1u << CHECK_ORDER;
-        }
-        has_previous = true;
-        previous_key = key;
-        previous_index = raw;
+        if (order_claimed)
+            flags |= order_step(&walk, claims, topk_order_key(window[raw]), raw);
     }
     return flags;
 }
@@ -388,9 +401,7 @@ int checks_output_rows_reusing(const struct check_context *context, const int32_
 
         int64_t real_entries = 0, valid_entries = 0, above_selected = 0;
         bool below_selected = false, padding_started = false;
-        bool has_previous = false;
-        uint32_t previous_key = 0;
-        int32_t previous_index = 0;
+        struct order_walk walk = { 0 };
 
         for (uint32_t j = 0; j < k; j++) {
             int32_t raw = raw_row[j];
@@ -420,16 +431,7 @@ int checks_output_rows_reusing(const struct check_context *context, const int32_
                 below_selected |= key < boundary;
                 above_selected += key > boundary;
             }
-            if (has_previous) {
-                if (claims->canonical_order &&
-                    (key > previous_key || (key == previous_key && raw < previous_index)))
-                    flags |= 1u << CHECK_ORDER;
-                if (claims->index_ascending && raw < previous_index)
-                    flags |= 1u << CHECK_ORDER;
-            }
-            has_previous = true;
-            previous_key = key;
-            previous_index = raw;
+            flags |= order_step(&walk, claims, key, raw);
         }
 
         if (real_entries < needed)
