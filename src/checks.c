@@ -304,6 +304,19 @@ static inline uint32_t order_step(struct order_walk *walk, const struct check_cl
     return flags;
 }
 
+/* Row b's flags into row_flags (when given) and the counts. */
+static void record_row_flags(struct check_counts *counts, uint32_t *row_flags, uint32_t b,
+                             uint32_t flags)
+{
+    if (row_flags)
+        row_flags[b] = flags;
+    if (flags) {
+        counts->rows_with_violation++;
+        for (int kind = 0; kind < CHECK_KIND_COUNT; kind++)
+            counts->violations[kind] += (flags >> kind) & 1u;
+    }
+}
+
 /* The kinds that depend on the order of a row's entries; the others depend on its multiset. */
 #define CHECK_ORDER_KINDS ((1u << CHECK_ORDER) | (1u << CHECK_PADDING))
 #define CHECK_REUSE_BLOCKERS ((1u << CHECK_OUT_OF_RANGE) | (1u << CHECK_DUPLICATE))
@@ -384,13 +397,7 @@ int checks_output_rows_reusing(const struct check_context *context, const int32_
             !(reuse->row_flags[b] & CHECK_REUSE_BLOCKERS)) {
             const uint32_t flags = (reuse->row_flags[b] & ~CHECK_ORDER_KINDS) |
                                    row_order_flags(record, b, raw_row, k, claims);
-            if (row_flags)
-                row_flags[b] = flags;
-            if (flags) {
-                counts->rows_with_violation++;
-                for (int kind = 0; kind < CHECK_KIND_COUNT; kind++)
-                    counts->violations[kind] += (flags >> kind) & 1u;
-            }
+            record_row_flags(counts, row_flags, b, flags);
             continue;
         }
         int64_t candidates = context->candidates[b];
@@ -472,13 +479,7 @@ int checks_output_rows_reusing(const struct check_context *context, const int32_
             if (raw_row[j] >= 0 && raw_row[j] < length)
                 seen_clear(seen, raw_row[j]);
 
-        if (row_flags)
-            row_flags[b] = flags;
-        if (flags) {
-            counts->rows_with_violation++;
-            for (int kind = 0; kind < CHECK_KIND_COUNT; kind++)
-                counts->violations[kind] += (flags >> kind) & 1u;
-        }
+        record_row_flags(counts, row_flags, b, flags);
     }
 
     counts->equals_reference =
