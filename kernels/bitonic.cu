@@ -774,6 +774,25 @@ static __device__ __forceinline__ uint32_t tree_digit_bins(int level)
     return (level == 2 || level == 5) ? 1024u : 2048u;
 }
 
+/* A thread's `per` bins from `top` down (counts[j] is bin top - j, 0 for j >= per) with `above`
+ * candidates in the bins above them (a block scan in thread order): the one holding the
+ * remaining-th largest goes to shared.selected_digit / selected_above / selected_count. At most
+ * one thread writes; the caller's barrier publishes it. */
+static __device__ __forceinline__ void pick_bin(const uint32_t (&counts)[4], uint32_t per,
+                                                uint32_t top, uint32_t above, uint32_t remaining,
+                                                tree_shared &shared)
+{
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++) {
+        if (j < per && above < remaining && remaining <= above + counts[j]) {
+            shared.selected_digit = top - j;
+            shared.selected_above = above;
+            shared.selected_count = counts[j];
+        }
+        above += counts[j];
+    }
+}
+
 /* Selects the k largest of the CTA's composites (0 = no candidate). On return a composite c is
  * selected iff c != 0 && (c & mask) >= prefix, and the count of them is returned: min(k, the
  * CTA's candidates). Leaves the histogram zeroed. Every thread must call it. */
@@ -812,15 +831,7 @@ static __device__ uint32_t tree_select(const uint64_t (&items)[TREE_ITEMS], uint
             __syncthreads(); /* the scan's buffer read by all before the next scan writes it */
             return total; /* uniform: every candidate is selected (mask and prefix 0) */
         }
-#pragma unroll
-        for (uint32_t j = 0; j < 4; j++) {
-            if (j < per && above < remaining && remaining <= above + counts[j]) {
-                shared.selected_digit = top - j;
-                shared.selected_above = above;
-                shared.selected_count = counts[j];
-            }
-            above += counts[j];
-        }
+        pick_bin(counts, per, top, above, remaining, shared);
         __syncthreads();
         /* Read by every thread before any thread can write them again (after the next level's
          * histogram barrier). */
@@ -1427,15 +1438,7 @@ static __device__ uint32_t cluster_pick(const uint32_t (&counts)[4], uint32_t bi
         sum += j < per ? counts[j] : 0u;
     uint32_t total;
     uint32_t above = block_exclusive_sum_of<TREE_WARPS>(sum, shared.scan, parity, total);
-#pragma unroll
-    for (uint32_t j = 0; j < 4; j++) {
-        if (j < per && above < remaining && remaining <= above + counts[j]) {
-            shared.selected_digit = top - j;
-            shared.selected_above = above;
-            shared.selected_count = counts[j];
-        }
-        above += j < per ? counts[j] : 0u;
-    }
+    pick_bin(counts, per, top, above, remaining, shared);
     __syncthreads();
     return total;
 }

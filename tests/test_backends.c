@@ -13,21 +13,8 @@
 
 #include <cmocka.h>
 
+#include "test_device.h"
 #include "topk_backends.h"
-
-static struct gpu_device_info h200(void)
-{
-    struct gpu_device_info info;
-    memset(&info, 0, sizeof(info));
-    snprintf(info.name, sizeof(info.name), "NVIDIA H200");
-    info.cc_major = 9;
-    info.sm_count = 132;
-    info.smem_per_sm = 233472;
-    info.smem_per_block_optin = 232448;
-    info.reported_smem_per_sm = 233472;
-    info.l2_bytes = 60 << 20;
-    return info;
-}
 
 static struct topk_shape shape_of(uint32_t rows, int32_t length, uint32_t k)
 {
@@ -54,7 +41,7 @@ static void test_bitonic_paths_on_h200(void **state)
     (void)state;
     if (getenv("DSATOPK_BITONIC_SPLIT"))
         skip();
-    const struct gpu_device_info device = h200();
+    const struct gpu_device_info device = test_h200();
     /* One wave of clusters: 2 CTAs per SM with slices of 8192 (264 here). */
     assert_non_null(strstr(bitonic_reason(&device, 64, 32768, 2048),
                            "cluster per row: 4 blocks of 8192 elements"));
@@ -81,22 +68,22 @@ static void test_bitonic_paths_elsewhere(void **state)
     if (getenv("DSATOPK_BITONIC_SPLIT"))
         skip();
     /* A newer device runs the sm_90 PTX: clusters still. */
-    struct gpu_device_info device = h200();
+    struct gpu_device_info device = test_h200();
     device.cc_major = 10;
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 2048), "cluster per row"));
     /* Fewer SMs, a smaller wave: 16 rows of 4 CTAs need 32 SMs. */
-    device = h200();
+    device = test_h200();
     device.sm_count = 24;
     assert_non_null(strstr(bitonic_reason(&device, 16, 32768, 2048), "leaves of 8192"));
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 2048), "cluster per row"));
     /* Too little shared memory per block for the cluster and tree kernels at k 4096 (about
      * 33 KiB + 64 KiB each): one CTA per row, which needs 41 KiB. At k 2048 clusters fit. */
-    device = h200();
+    device = test_h200();
     device.smem_per_block_optin = 90 * 1024;
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 4096), "one block per row"));
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 2048), "cluster per row"));
     /* An emulated GB10 (100 KiB per SM): both fit at k 4096. */
-    device = h200();
+    device = test_h200();
     device.smem_per_sm = device.smem_per_block_optin = 102400;
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 4096), "cluster per row"));
     assert_non_null(strstr(bitonic_reason(&device, 64, 131072, 4096), "leaves of 8192"));
@@ -108,7 +95,7 @@ static void test_bitonic_scratch_keeps_the_fallback(void **state)
     if (getenv("DSATOPK_BITONIC_SPLIT"))
         skip();
     const struct topk_backend *bitonic = topk_backend_find("bitonic");
-    const struct gpu_device_info device = h200();
+    const struct gpu_device_info device = test_h200();
     /* A cluster shape still gets the tree's scratch: the launch falls back to the tree when no
      * cluster of that size fits, which only the launch can find out. */
     struct topk_shape clustered = shape_of(4, 32768, 2048), single = shape_of(4, 8192, 2048);

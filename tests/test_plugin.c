@@ -20,6 +20,7 @@
 #include "error.h"
 #include "hash.h"
 #include "plugin.h"
+#include "test_device.h"
 
 #ifndef TEST_PLUGIN_DIR
 #error "TEST_PLUGIN_DIR: the build directory of tests/plugins (set by tests/plugins/meson.build)"
@@ -35,25 +36,6 @@ static const char *plugin_path(const char *name)
 }
 
 /* An H200 as gpu_device_query describes it. */
-static struct gpu_device_info h200(void)
-{
-    struct gpu_device_info info;
-    memset(&info, 0, sizeof(info));
-    info.ordinal = 1;
-    snprintf(info.name, sizeof(info.name), "NVIDIA H200");
-    info.cc_major = 9;
-    info.cc_minor = 0;
-    info.sm_count = 132;
-    info.smem_per_sm = 233472;
-    info.smem_per_block_optin = 232448;
-    info.reported_smem_per_sm = 233472;
-    info.l2_bytes = 60 << 20;
-    info.global_memory_bytes = (size_t)141 << 30;
-    info.driver_version = 13000;
-    info.runtime_version = 13000;
-    return info;
-}
-
 static struct topk_shape shape_of(uint32_t rows, uint32_t k)
 {
     struct topk_shape shape = { .rows = rows, .k = k, .row_stride = 4096, .max_length = 4000 };
@@ -107,14 +89,14 @@ static void test_example_plugin(void **state)
     assert_int_equal(plugin_count(), 1);
 
     /* supports() is pure: it answers for a described device. */
-    struct gpu_device_info device = h200();
+    struct gpu_device_info device = test_h200();
     struct topk_shape shape = shape_of(8, 2048);
     char reason[256] = "";
     assert_int_equal(backend->supports(&device, &shape, reason, sizeof(reason)), 1);
     device.cc_major = 8;
     assert_int_equal(backend->supports(&device, &shape, reason, sizeof(reason)), 0);
     assert_non_null(strstr(reason, "compute capability 8.0"));
-    device = h200();
+    device = test_h200();
     assert_int_equal(backend->scratch_bytes(&device, &shape), 0);
 
     /* Provenance: the path as given and the SHA-256 of the file. */
@@ -154,7 +136,7 @@ static void test_faulty_plugins_load(void **state)
         { "host_crash", "faulty-crash", TOPK_RUN_TO_RUN, true, 4 * 64 },
         { "host_oom", "faulty-oom", TOPK_RUN_TO_RUN, true, (size_t)1 << 40 },
     };
-    struct gpu_device_info device = h200();
+    struct gpu_device_info device = test_h200();
     struct topk_shape shape = shape_of(4, 64);
     char reason[256];
     for (size_t i = 0; i < sizeof(faulty) / sizeof(faulty[0]); i++) {
@@ -206,7 +188,7 @@ static void test_adapter_forwards(void **state)
     const char *path = plugin_path("host_good");
     assert_int_equal(plugin_load(path, &backend, &err), 0);
     struct host_probe probe = probe_of(path);
-    struct gpu_device_info device = h200();
+    struct gpu_device_info device = test_h200();
     char reason[256] = "";
 
     struct topk_shape big_k = shape_of(2, 1001);
@@ -284,7 +266,7 @@ static void test_adapter_bad_supports_answer(void **state)
     struct audit_error err = { 0 };
     const struct topk_backend *backend = NULL;
     assert_int_equal(plugin_load(plugin_path("host_bad_supports"), &backend, &err), 0);
-    struct gpu_device_info device = h200();
+    struct gpu_device_info device = test_h200();
     struct topk_shape shape = shape_of(1, 8);
     char reason[256] = "";
     assert_int_equal(backend->supports(&device, &shape, reason, sizeof(reason)), 0);
@@ -378,7 +360,7 @@ static void test_table_full(void **state)
     assert_int_equal(plugin_load(plugin_path("host_env_name"), &extra, &err), AUDIT_EUSAGE);
     assert_non_null(strstr(err.message, "at most 16 plugins"));
     /* Each slot forwards to its own plugin entry (distinct callbacks, same behaviour). */
-    struct gpu_device_info device = h200();
+    struct gpu_device_info device = test_h200();
     struct topk_shape shape = shape_of(5, 8);
     for (int i = 0; i < PLUGIN_MAX_LOADED; i++) {
         assert_int_equal(backends[i]->scratch_bytes(&device, &shape), 5 * 64);
