@@ -52,6 +52,7 @@
  * synchronisation (the one-CTA path and one-leaf trees need no scratch; a deeper tree's is
  * caller-owned, its counters zeroed by a cudaMemsetAsync in every call): capturable in a CUDA graph. */
 #include <atomic>
+#include <type_traits>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -62,6 +63,7 @@
 
 #include "topk_backends.h"
 #include "topk_common.cuh"
+#include "phase_timing.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -1104,6 +1106,7 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
     uint32_t shift, sub_shift = 0;
     tree_bucket(selection, selected, bucketed, shared.bucket_start, shared.histogram, shared,
                 parity, low, shift);
+    PHASE_MARK(10);
     const uint32_t overflows = shared.overflow_count, large = shared.overflow_bucket;
     if (overflows > 1)
         return bucketed; /* uniform */
@@ -1111,6 +1114,7 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
         /* The large bucket's members, grouped again by sub-bucket, into `selection`. */
         tree_bucket(bucketed + shared.bucket_start[large], shared.histogram[large], selection,
                     shared.sub_start, shared.sub_sizes, shared, parity, sub_low, sub_shift);
+        PHASE_MARK(11);
         if (shared.overflow_count)
             return bucketed; /* uniform */
     }
@@ -1129,17 +1133,19 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
         }
         for (uint32_t j = first; j < end; j++)
             rank += group[j] > c ? 1u : 0u;
-        write_output(problem, row, rank, (int32_t)(0xFFFFFFFFu - (uint32_t)c));
+        if (rank < problem.shape.k) /* the cluster path may gather more than k */
+            write_output(problem, row, rank, (int32_t)(0xFFFFFFFFu - (uint32_t)c));
     }
     for (uint32_t j = selected + threadIdx.x; j < problem.shape.k; j += TREE_THREADS)
         write_output(problem, row, j, -1);
     return NULL;
 }
 
-/* The output of a row's final selection (`selected` composites in `selection`, any order): in
- * canonical order by bucket ranks, or by the bitonic sort in `bucketed` where buckets do not
- * spread it; -1 after. `bucketed` holds composite_entries(k) entries. Every thread must call it;
- * the histogram and shared.sub_sizes must be zero on entry. */
+/* The output of a row's final selection (`selected` composites in `selection`, any order; more
+ * than k from the cluster path, which gathers a whole bin): its first k in canonical order by
+ * bucket ranks, or by the bitonic sort in `bucketed` where buckets do not spread it; -1 after.
+ * `bucketed` holds composite_entries(selected) entries. Every thread must call it; the histogram
+ * and shared.sub_sizes must be zero on entry. */
 static __device__ void tree_write_output(const struct topk_problem &problem, uint32_t row,
                                          uint64_t *selection, uint32_t selected,
                                          uint64_t *bucketed, tree_shared &shared,
@@ -1149,13 +1155,16 @@ static __device__ void tree_write_output(const struct topk_problem &problem, uin
     if (selected > 1) {
         sorted = tree_output_by_buckets(problem, row, selection, selected, bucketed, shared,
                                         parity);
-        if (!sorted)
+        if (!sorted) {
+            PHASE_MARK(12);
             return; /* uniform: written by buckets */
+        }
         const uint32_t padded = composite_entries_device(selected);
         for (uint32_t i = selected + threadIdx.x; i < padded; i += TREE_THREADS)
             sorted[i] = 0;
         __syncthreads();
         sort_descending<TREE_THREADS>(sorted, padded);
+        PHASE_MARK(13);
     }
     for (uint32_t j = threadIdx.x; j < problem.shape.k; j += TREE_THREADS) {
         int32_t index = -1;
@@ -1163,6 +1172,7 @@ static __device__ void tree_write_output(const struct topk_problem &problem, uin
             index = (int32_t)(0xFFFFFFFFu - (uint32_t)sorted[j]);
         write_output(problem, row, j, index);
     }
+    PHASE_MARK(12);
 }
 
 /* Pass 1 of a tree with parents: the row's histogram of digit 0 (the key's top 11 bits) over its
@@ -1177,11 +1187,13 @@ k_tree_histogram(const struct topk_problem problem, const tree_scratch scratch)
     __shared__ uint32_t histogram[BITONIC_BINS];
     const uint32_t leaves = scratch.plan.nodes[0];
     const uint32_t row = blockIdx.x / leaves, leaf = blockIdx.x % leaves;
+    PHASE_START(PHASE_TREE_HISTOGRAM);
     for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS)
         histogram[i] = 0;
     uint64_t items[TREE_ITEMS];
     tree_load_leaf(problem, row, leaf, scratch.plan.leaf_elements, items);
     __syncthreads();
+    PHASE_MARK(0);
 #pragma unroll
     for (uint32_t i = 0; i < TREE_ITEMS; i++)
         if (items[i] != 0)
@@ -1191,6 +1203,10 @@ k_tree_histogram(const struct topk_problem problem, const tree_scratch scratch)
     for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS)
         if (histogram[i])
             atomicAdd(&row_histogram[i], histogram[i]);
+#ifdef DSATOPK_PHASE_TIMING
+    __syncthreads();
+#endif
+    PHASE_MARK(1);
 }
 
 /* The digit-0 bin of the row's k-th largest candidate from pass 1's histogram, or 0 when the row
@@ -1241,6 +1257,7 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
     const uint32_t k = problem.shape.k;
     const uint64_t row_nodes = (uint64_t)row * scratch.plan.nodes_per_row;
     uint32_t parity = 0;
+    PHASE_START(PHASE_TREE);
 
     for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS) {
         shared.histogram[i] = 0;
@@ -1249,6 +1266,7 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
     uint64_t items[TREE_ITEMS];
     tree_load_leaf(problem, row, leaf, scratch.plan.leaf_elements, items);
     __syncthreads();
+    PHASE_MARK(0);
     /* flat: the row's kept candidates fit one CTA, so every leaf reports straight to the root
      * (one merge instead of a level per fan-in). The same decision in every leaf of the row: it
      * comes from the row's complete histogram. */
@@ -1262,24 +1280,29 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
             if ((uint32_t)(items[i] >> 53) < floor_bin)
                 items[i] = 0;
         flat = scratch.plan.levels > 2 && kept <= TREE_CAPACITY && leaves <= TREE_MAX_FAN_IN;
+        PHASE_MARK(1);
     }
 
     uint32_t level = 0, node = leaf, selected;
     uint64_t mask, prefix;
     for (;;) {
         selected = tree_select(items, k, shared, parity, mask, prefix);
+        PHASE_MARK(level == 0 ? 2 : 5);
         if (level + 1 == scratch.plan.levels)
             break; /* the root: sorted below */
         const uint64_t slot = row_nodes + scratch.plan.first_node[level] + node;
         tree_write(items, mask, prefix, scratch.lists + slot * k, shared, parity);
         if (threadIdx.x == 0)
             scratch.counts[slot] = selected;
+        if (level == 0)
+            PHASE_MARK(3);
         if (flat) {
             const uint32_t root = scratch.plan.levels - 1;
             if (!arrive_last(&scratch.arrivals[row_nodes + scratch.plan.first_node[root]], leaves,
                              shared.is_last))
                 return; /* uniform */
             tree_load_children(scratch, row_nodes, leaves, k, shared, items);
+            PHASE_MARK(4);
             level = root;
             continue;
         }
@@ -1300,6 +1323,7 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
      * makes the low word >= 2^31). */
     tree_write(items, mask, prefix, tree_sort_buffer, shared, parity);
     __syncthreads();
+    PHASE_MARK(6);
     tree_write_output(problem, row, tree_sort_buffer, selected,
                       tree_sort_buffer + composite_entries_device(k), shared, parity);
 }
@@ -1342,48 +1366,55 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
 #define CLUSTER_ITEMS16_PARTS 8u
 #endif
 
+/* Clusters of at least this many CTAs sum a level's histograms by reduce-scatter
+ * (cluster_reduce_slice), smaller ones read every CTA's whole histogram: the reduce-scatter's
+ * extra cluster barrier costs more than reading 4 x 8 KiB. A -D to measure others. */
+#ifndef CLUSTER_SCATTER_PARTS
+#define CLUSTER_SCATTER_PARTS 5u
+#endif
+
 struct cluster_exchange {
     uint32_t minimum, maximum;         /* the CTA's level-1 candidates: read by the cluster */
     uint32_t selected;                 /* the CTA's selected count: read by the cluster */
+    uint32_t slice_total[2];           /* its slice's sum (cluster_reduce_slice), per buffer */
     uint32_t row_minimum, row_maximum; /* results for the whole CTA */
     uint32_t ties_before, offset;
+    uint32_t pick_slice, pick_above, pick_total; /* cluster_pick_sliced's, for the whole CTA */
 };
 
-/* The CTA's slice as order keys: thread t, item 4g + j holds slice element g * 2048 + 4t + j.
- * Returns the mask of items that are candidates (in the row, not exact -inf). */
+/* The order key of exact -inf: the one key that is not a candidate. Elements past the row's end
+ * are loaded as -inf (load_slice_bits), so `key != CLUSTER_NO_KEY` is the candidate test. */
+#define CLUSTER_NO_KEY 0x007FFFFFu
+static_assert(CLUSTER_NO_KEY == (TOPK_NEG_INF_BITS ^ 0xFFFFFFFFu), "order key of -inf");
+
+/* One bit per item of a thread (flags of the selection). */
 template <uint32_t ITEMS>
-static __device__ __forceinline__ uint32_t cluster_load_slice(const struct topk_problem &problem,
-                                                              uint32_t row, uint32_t first,
-                                                              uint32_t (&keys)[ITEMS])
+using cluster_mask = typename std::conditional<(ITEMS > 32), uint64_t, uint32_t>::type;
+
+/* The CTA's slice as order keys: thread t, item 4g + j holds slice element g * 2048 + 4t + j;
+ * CLUSTER_NO_KEY where there is no candidate (past the row's end, or exact -inf). */
+template <uint32_t ITEMS>
+static __device__ __forceinline__ void cluster_load_slice(const struct topk_problem &problem,
+                                                          uint32_t row, uint32_t first,
+                                                          uint32_t (&keys)[ITEMS])
 {
-    static_assert(ITEMS % 4 == 0 && ITEMS <= 32, "float4 groups, one mask bit per item");
-    uint32_t bits[ITEMS];
-    const uint32_t count = load_slice_bits<ITEMS>(problem, row, first, TREE_THREADS * ITEMS, bits);
-    uint32_t valid = 0;
+    static_assert(ITEMS % 8 == 0 && ITEMS <= 64, "pairs of float4 groups, one flag bit per item");
+    load_slice_bits<ITEMS>(problem, row, first, TREE_THREADS * ITEMS, keys);
 #pragma unroll
-    for (uint32_t g = 0; g < ITEMS / 4; g++) {
-#pragma unroll
-        for (uint32_t j = 0; j < 4; j++) {
-            const uint32_t element = g * TREE_LEAF_QUANTUM + threadIdx.x * 4 + j;
-            const uint32_t b = bits[4 * g + j];
-            keys[4 * g + j] = order_key_bits(b);
-            if (element < count && is_candidate_bits(b))
-                valid |= 1u << (4 * g + j);
-        }
-    }
-    return valid;
+    for (uint32_t i = 0; i < ITEMS; i++)
+        keys[i] = order_key_bits(keys[i]);
 }
 
 /* Adds the candidates matching the prefix to the CTA's histogram of the digit at `shift`. */
 template <uint32_t ITEMS>
 static __device__ __forceinline__ void cluster_histogram(const uint32_t (&keys)[ITEMS],
-                                                         uint32_t valid, uint32_t mask,
-                                                         uint32_t prefix, uint32_t shift,
-                                                         uint32_t digit_mask, uint32_t *histogram)
+                                                         uint32_t mask, uint32_t prefix,
+                                                         uint32_t shift, uint32_t digit_mask,
+                                                         uint32_t *histogram)
 {
 #pragma unroll
     for (uint32_t i = 0; i < ITEMS; i++)
-        if (((valid >> i) & 1u) && (keys[i] & mask) == prefix)
+        if (keys[i] != CLUSTER_NO_KEY && (keys[i] & mask) == prefix)
             atomicAdd(&histogram[(keys[i] >> shift) & digit_mask], 1u);
 }
 
@@ -1443,6 +1474,126 @@ static __device__ uint32_t cluster_pick(const uint32_t (&counts)[4], uint32_t bi
     return total;
 }
 
+/* A level's row histogram for clusters of two or more CTAs, as a reduce-scatter: reading every
+ * CTA's whole histogram in every CTA (cluster_row_bins) moves parts x 8 KiB into each SM, and
+ * distributed shared memory is slow enough (about 14 B per cycle per SM on the H200) that this
+ * took 2.5-3 us per level on rows of 8 CTAs (phase timing, docs/PERF.md). Instead CTA c sums
+ * only its slice of the bins, [c * width, c * width + width), over all CTAs (8 KiB per SM in
+ * all), and after the next cluster barrier each CTA reads the slice totals and then the one
+ * slice that holds the rank it looks for (cluster_pick_sliced). */
+static __device__ __forceinline__ uint32_t cluster_slice_width(uint32_t bins, uint32_t parts)
+{
+    return ((bins + parts - 1) / parts + 3u) & ~3u; /* whole uint4 groups */
+}
+
+/* After the cluster barrier that follows the CTAs' histograms of a level: this CTA's slice of
+ * the row histogram into `slice` (indexed by bin; zero on entry) and its total into
+ * *slice_total (zero on entry). The caller's next cluster barrier publishes both. */
+static __device__ void cluster_reduce_slice(const cg::cluster_group &cluster,
+                                            uint32_t *histogram, uint32_t *slice,
+                                            uint32_t *slice_total, uint32_t parts, uint32_t part,
+                                            uint32_t bins)
+{
+    const uint32_t width = cluster_slice_width(bins, parts), low = part * width;
+    const uint32_t high = low + width < bins ? low + width : bins;
+    const uint32_t groups = high > low ? (high - low) / 4u : 0u;
+    uint32_t sum = 0;
+    /* One 16-byte remote load per thread and source CTA, all in flight at once. */
+    for (uint32_t item = threadIdx.x; item < groups * parts; item += TREE_THREADS) {
+        const uint32_t source = item / groups, bin = low + 4u * (item % groups);
+        const uint4 v =
+            *reinterpret_cast<const uint4 *>(cluster.map_shared_rank(histogram, source) + bin);
+        if (v.x)
+            atomicAdd(&slice[bin], v.x);
+        if (v.y)
+            atomicAdd(&slice[bin + 1], v.y);
+        if (v.z)
+            atomicAdd(&slice[bin + 2], v.z);
+        if (v.w)
+            atomicAdd(&slice[bin + 3], v.w);
+        sum += v.x + v.y + v.z + v.w;
+    }
+    sum = __reduce_add_sync(0xFFFFFFFFu, sum);
+    if ((threadIdx.x & 31) == 0 && sum)
+        atomicAdd(slice_total, sum);
+}
+
+/* After the cluster barrier that publishes the slices: the bin holding the remaining-th largest
+ * of the row, as cluster_pick gives it (shared.selected_*, unset when the row total is below
+ * `remaining`). Returns the row total. Every thread must call it. */
+static __device__ uint32_t cluster_pick_sliced(const cg::cluster_group &cluster,
+                                               uint32_t *slice, uint32_t *slice_total,
+                                               uint32_t parts, uint32_t bins, uint32_t remaining,
+                                               tree_shared &shared, cluster_exchange &exchange,
+                                               uint32_t &parity)
+{
+    if (threadIdx.x < 32) {
+        /* Slices in descending bin order: slice c has the totals of the slices above it. */
+        const uint32_t lane = threadIdx.x;
+        const uint32_t mine = lane < parts ? *cluster.map_shared_rank(slice_total, lane) : 0u;
+        uint32_t suffix = mine;
+#pragma unroll
+        for (uint32_t offset = 1; offset < 32; offset <<= 1) {
+            const uint32_t other = __shfl_down_sync(0xFFFFFFFFu, suffix, offset);
+            if (lane + offset < 32)
+                suffix += other;
+        }
+        const uint32_t above = suffix - mine;
+        const uint32_t holder = __ballot_sync(
+            0xFFFFFFFFu, lane < parts && above < remaining && remaining <= above + mine);
+        if (lane == 0) {
+            exchange.pick_total = suffix; /* lane 0's suffix: the whole row */
+            exchange.pick_slice = holder ? (uint32_t)(__ffs(holder) - 1) : BITONIC_NO_BIN;
+        }
+        if (holder && lane == (uint32_t)(__ffs(holder) - 1))
+            exchange.pick_above = above;
+    }
+    __syncthreads();
+    const uint32_t total = exchange.pick_total, holder = exchange.pick_slice;
+    if (holder == BITONIC_NO_BIN)
+        return total; /* uniform: fewer candidates than `remaining` */
+    const uint32_t width = cluster_slice_width(bins, parts), low = holder * width;
+    const uint32_t high = low + width < bins ? low + width : bins;
+    const uint32_t per = (high - low + TREE_THREADS - 1) / TREE_THREADS; /* <= 4 */
+    const uint32_t *remote = cluster.map_shared_rank(slice, holder);
+    const uint32_t first = per * threadIdx.x; /* offset below `high` of counts[0] */
+    const uint32_t top = high - 1u - first;   /* meaningful when first < high - low */
+    uint32_t counts[4], sum = 0;
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++) {
+        counts[j] = j < per && first + j < high - low ? remote[top - j] : 0u;
+        sum += counts[j];
+    }
+    uint32_t scanned;
+    const uint32_t above =
+        block_exclusive_sum_of<TREE_WARPS>(sum, shared.scan, parity, scanned) + exchange.pick_above;
+    pick_bin(counts, per, top, above, remaining, shared);
+    __syncthreads();
+    return total;
+}
+
+/* One level's pick after the cluster barrier that follows the CTAs' histograms: cluster_pick
+ * over the whole histogram for clusters of fewer than CLUSTER_SCATTER_PARTS CTAs, else a reduce-scatter into `slice` (zero
+ * on entry, with exchange.slice_total[buffer]), a cluster barrier and cluster_pick_sliced. */
+static __device__ uint32_t cluster_level_pick(const cg::cluster_group &cluster,
+                                              uint32_t *histogram, uint32_t *slice,
+                                              uint32_t buffer, uint32_t parts, uint32_t part,
+                                              uint32_t bins, uint32_t remaining,
+                                              tree_shared &shared, cluster_exchange &exchange,
+                                              uint32_t &parity)
+{
+    if (parts < CLUSTER_SCATTER_PARTS) {
+        uint32_t counts[4];
+        cluster_row_bins(cluster, histogram, parts, bins, counts);
+        return cluster_pick(counts, bins, remaining, shared, parity);
+    }
+    cluster_reduce_slice(cluster, histogram, slice, &exchange.slice_total[buffer], parts, part,
+                         bins);
+    cluster.sync();
+    return cluster_pick_sliced(cluster, slice, &exchange.slice_total[buffer], parts, bins,
+                               remaining, shared, exchange, parity);
+}
+
 /* Warp 0 sums `value(c)` over the cluster's CTAs c < limit into *result; the caller's next
  * barrier publishes it. */
 template <typename Read>
@@ -1459,7 +1610,7 @@ static __device__ __forceinline__ void cluster_sum_before(uint32_t limit, uint32
 
 template <uint32_t ITEMS>
 static __global__ void __launch_bounds__(TREE_THREADS, ITEMS == 16 ? 2 : 1)
-k_cluster_topk(const struct topk_problem problem)
+k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ uint64_t cluster_buffers[];
@@ -1470,13 +1621,17 @@ k_cluster_topk(const struct topk_problem problem)
     const uint32_t row = blockIdx.x / parts;
     const uint32_t k = problem.shape.k;
     const uint32_t first = part * (TREE_THREADS * ITEMS);
+    /* The leader's two buffers of `capacity` entries each (cluster_buffer_entries(): twice the
+     * output where shared memory allows) leave room to gather the k-th's whole bin and rank it
+     * in the output stage instead of refining further. */
     uint64_t *selection = cluster_buffers;
-    uint64_t *bucketed = cluster_buffers + composite_entries_device(k);
+    uint64_t *bucketed = cluster_buffers + capacity;
     /* The levels' histograms alternate between two buffers that the output stage reuses: a CTA
      * zeroes one for level 2 only after the level-1 barrier, which every CTA reaches after it
      * read the level-0 counts. */
     uint32_t *const even_histogram = shared.bucket_start, *const odd_histogram = shared.sub_start;
     uint32_t parity = 0;
+    PHASE_START(ITEMS == 16 ? PHASE_CLUSTER16 : ITEMS == 32 ? PHASE_CLUSTER32 : PHASE_CLUSTER64);
 
     for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS) {
         shared.histogram[i] = 0;
@@ -1487,24 +1642,44 @@ k_cluster_topk(const struct topk_problem problem)
     if (threadIdx.x == 0) {
         exchange.minimum = 0xFFFFFFFFu;
         exchange.maximum = 0;
+        exchange.slice_total[0] = 0;
+        exchange.slice_total[1] = 0;
     }
+    /* Slices of the levels' row histograms (cluster_level_pick): level 0 and 2 in
+     * shared.histogram, level 1 in shared.sub_sizes; zeroed above and, for level 2, during
+     * level 1; the leader zeroes both again before its output stage, which needs them zero. */
+    uint32_t *const slices[2] = { shared.histogram, shared.sub_sizes };
     uint32_t keys[ITEMS];
-    const uint32_t valid = cluster_load_slice<ITEMS>(problem, row, first, keys);
+    cluster_load_slice<ITEMS>(problem, row, first, keys);
     __syncthreads();
+    PHASE_MARK(0);
 
     /* Level 0: the top 11 bits over the whole row. */
-    cluster_histogram(keys, valid, 0u, 0u, 21u, 2047u, even_histogram);
+    cluster_histogram(keys, 0u, 0u, 21u, 2047u, even_histogram);
     cluster.sync();
-    uint32_t counts[4];
-    cluster_row_bins(cluster, even_histogram, parts, 2048u, counts);
-    const uint32_t total = cluster_pick(counts, 2048u, k, shared, parity);
+    PHASE_MARK(1);
+    const uint32_t total = cluster_level_pick(cluster, even_histogram, slices[0], 0, parts, part,
+                                              2048u, k, shared, exchange, parity);
+    PHASE_MARK(2);
     uint32_t mask = 0, prefix = 0, remaining = k, level = 0, tie_bin = 0;
-    bool whole = true; /* every candidate matching the prefix is selected */
+    bool whole = true; /* every candidate matching the prefix is gathered */
+    /* What the leader receives: the top k, or (see below) every candidate at or above the
+     * k-th's bin, which the output stage ranks and cuts at k. */
+    uint32_t gathered = total < k ? total : k;
     if (total > k) {
         remaining = k - shared.selected_above;
         prefix = shared.selected_digit << 21;
         mask = 0xFFE00000u;
         whole = shared.selected_count == remaining;
+        /* When the bin and everything above it fit the leader's buffer, gather them all: the
+         * composites are unique, so ranking them and keeping ranks below k is the exact top k
+         * with ties by index, without the cluster barriers of levels 1 and 2 and of the tie
+         * scans (most random rows: a level-0 bin holds a few hundred to a few thousand). */
+        const uint32_t kept = shared.selected_above + shared.selected_count;
+        if (!whole && kept <= capacity) {
+            whole = true;
+            gathered = kept;
+        }
     }
     if (!whole) {
         /* Level 1: the next 11 bits of the k-th's bin, and the range of its keys. */
@@ -1512,7 +1687,7 @@ k_cluster_topk(const struct topk_problem problem)
         uint32_t low = 0xFFFFFFFFu, high = 0;
 #pragma unroll
         for (uint32_t i = 0; i < ITEMS; i++) {
-            if (((valid >> i) & 1u) && (keys[i] & mask) == prefix) {
+            if (keys[i] != CLUSTER_NO_KEY && (keys[i] & mask) == prefix) {
                 atomicAdd(&odd_histogram[(keys[i] >> 10) & 2047u], 1u);
                 low = keys[i] < low ? keys[i] : low;
                 high = keys[i] > high ? keys[i] : high;
@@ -1525,6 +1700,14 @@ k_cluster_topk(const struct topk_problem problem)
             atomicMax(&exchange.maximum, high);
         }
         cluster.sync();
+        PHASE_MARK(3);
+        if (parts > 1) {
+            /* Every CTA read level 0's slices before this barrier: clear them for level 2. */
+            for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS)
+                slices[0][i] = 0;
+            if (threadIdx.x == 0)
+                exchange.slice_total[0] = 0;
+        }
         if (threadIdx.x < 32) {
             low = 0xFFFFFFFFu;
             high = 0;
@@ -1540,8 +1723,10 @@ k_cluster_topk(const struct topk_problem problem)
                 exchange.row_maximum = high;
             }
         }
-        cluster_row_bins(cluster, odd_histogram, parts, 2048u, counts);
-        cluster_pick(counts, 2048u, remaining, shared, parity); /* publishes row_* too */
+        /* Its barriers publish row_* too. */
+        cluster_level_pick(cluster, odd_histogram, slices[1], 1, parts, part, 2048u, remaining,
+                           shared, exchange, parity);
+        PHASE_MARK(4);
         if (exchange.row_minimum == exchange.row_maximum) {
             /* One key: all of them tie; the first `remaining` in index order are taken. */
             prefix = exchange.row_minimum;
@@ -1553,16 +1738,23 @@ k_cluster_topk(const struct topk_problem problem)
             mask = 0xFFFFFC00u;
             tie_bin = shared.selected_digit;
             whole = shared.selected_count == remaining;
+            /* As after level 0: everything above this bin (k - remaining) and the bin. */
+            const uint32_t kept = k - remaining + shared.selected_count;
+            if (!whole && kept <= capacity) {
+                whole = true;
+                gathered = kept;
+            }
             if (!whole) {
                 /* Level 2: the last 10 bits; then the bin is one key. */
                 level = 2;
                 for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS)
                     even_histogram[i] = 0;
                 __syncthreads();
-                cluster_histogram(keys, valid, mask, prefix, 0u, 1023u, even_histogram);
+                cluster_histogram(keys, mask, prefix, 0u, 1023u, even_histogram);
                 cluster.sync();
-                cluster_row_bins(cluster, even_histogram, parts, 1024u, counts);
-                cluster_pick(counts, 1024u, remaining, shared, parity);
+                cluster_level_pick(cluster, even_histogram, slices[0], 0, parts, part, 1024u,
+                                   remaining, shared, exchange, parity);
+                PHASE_MARK(5);
                 remaining -= shared.selected_above;
                 prefix |= shared.selected_digit;
                 mask = 0xFFFFFFFFu;
@@ -1574,74 +1766,70 @@ k_cluster_topk(const struct topk_problem problem)
 
     /* Selection flags: above the prefix, or matching it and (whole, or among the first
      * `remaining` ties of the row in index order). */
-    uint32_t flags = 0;
+    cluster_mask<ITEMS> flags = 0;
     if (whole) {
 #pragma unroll
         for (uint32_t i = 0; i < ITEMS; i++)
-            if (((valid >> i) & 1u) && (keys[i] & mask) >= prefix)
-                flags |= 1u << i;
+            if (keys[i] != CLUSTER_NO_KEY && (keys[i] & mask) >= prefix)
+                flags |= (cluster_mask<ITEMS>)1 << i;
     } else {
         uint32_t *histogram = (level & 1u) ? odd_histogram : even_histogram;
         const uint32_t mine = histogram[tie_bin];
         cluster_sum_before(part, &exchange.ties_before, [&](uint32_t c) {
             return cluster.map_shared_rank(histogram, c)[tie_bin];
         });
-        uint32_t tie_flags = 0, group_counts[ITEMS / 4];
-#pragma unroll
-        for (uint32_t g = 0; g < ITEMS / 4; g++) {
-            group_counts[g] = 0;
-#pragma unroll
-            for (uint32_t j = 0; j < 4; j++) {
-                const uint32_t i = 4 * g + j;
-                if ((valid >> i) & 1u) {
-                    if (keys[i] > prefix)
-                        flags |= 1u << i;
-                    else if (keys[i] == prefix) {
-                        tie_flags |= 1u << i;
-                        group_counts[g]++;
-                    }
-                }
-            }
-        }
-        /* Index order is group-major (element g * 2048 + 4t + j): scan two groups at a time,
-         * packed in 16-bit halves (a group holds at most 2048). The first scan's barrier also
-         * publishes ties_before. */
-        uint32_t rank_base[ITEMS / 4], running = 0;
+        /* Index order is group-major (element g * 2048 + 4t + j): the ties are ranked by block
+         * scans of two groups at a time, packed in 16-bit halves (a group holds at most 2048).
+         * The first scan's barrier also publishes ties_before, so the CTA's quota is known
+         * after it; each pair is flagged right after its scan (no per-group arrays). */
+        uint32_t running = 0, quota = 0;
 #pragma unroll
         for (uint32_t g = 0; g < ITEMS / 4; g += 2) {
-            uint32_t pair_total;
-            const uint32_t exclusive = block_exclusive_sum_of<TREE_WARPS>(
-                group_counts[g] | (group_counts[g + 1] << 16), shared.scan, parity, pair_total);
-            rank_base[g] = running + (exclusive & 0xFFFFu);
-            running += pair_total & 0xFFFFu;
-            rank_base[g + 1] = running + (exclusive >> 16);
-            running += pair_total >> 16;
-        }
-        const uint32_t before = exchange.ties_before;
-        const uint32_t quota =
-            remaining > before ? (remaining - before < mine ? remaining - before : mine) : 0u;
+            uint32_t pair_counts = 0;
 #pragma unroll
-        for (uint32_t g = 0; g < ITEMS / 4; g++) {
-            uint32_t rank = rank_base[g];
-#pragma unroll
-            for (uint32_t j = 0; j < 4; j++) {
+            for (uint32_t j = 0; j < 8; j++) {
                 const uint32_t i = 4 * g + j;
-                if ((tie_flags >> i) & 1u) {
+                if (keys[i] != CLUSTER_NO_KEY) {
+                    if (keys[i] > prefix)
+                        flags |= (cluster_mask<ITEMS>)1 << i;
+                    else if (keys[i] == prefix)
+                        pair_counts += j < 4 ? 1u : 1u << 16;
+                }
+            }
+            uint32_t pair_total;
+            const uint32_t exclusive =
+                block_exclusive_sum_of<TREE_WARPS>(pair_counts, shared.scan, parity, pair_total);
+            if (g == 0) {
+                const uint32_t before = exchange.ties_before;
+                quota = remaining > before ? (remaining - before < mine ? remaining - before : mine)
+                                           : 0u;
+            }
+            uint32_t rank = running + (exclusive & 0xFFFFu);
+#pragma unroll
+            for (uint32_t j = 0; j < 8; j++) {
+                const uint32_t i = 4 * g + j;
+                if (j == 4)
+                    rank = running + (pair_total & 0xFFFFu) + (exclusive >> 16);
+                if (keys[i] != CLUSTER_NO_KEY && keys[i] == prefix) {
                     if (rank < quota)
-                        flags |= 1u << i;
+                        flags |= (cluster_mask<ITEMS>)1 << i;
                     rank++;
                 }
             }
+            running += (pair_total & 0xFFFFu) + (pair_total >> 16);
         }
     }
 
     /* Gather: every CTA's buffer receives the whole selection, CTA by CTA. */
     uint32_t mine;
-    uint32_t slot =
-        block_exclusive_sum_of<TREE_WARPS>((uint32_t)__popc(flags), shared.scan, parity, mine);
+    uint32_t slot = block_exclusive_sum_of<TREE_WARPS>(
+        (uint32_t)(ITEMS > 32 ? __popcll((uint64_t)flags) : __popc((uint32_t)flags)), shared.scan,
+        parity, mine);
     if (threadIdx.x == 0)
         exchange.selected = mine;
+    PHASE_MARK(6);
     cluster.sync();
+    PHASE_MARK(7);
     cluster_sum_before(part, &exchange.offset, [&](uint32_t c) {
         return cluster.map_shared_rank(&exchange, c)->selected;
     });
@@ -1656,11 +1844,21 @@ k_cluster_topk(const struct topk_problem problem)
         }
     }
     cluster.sync(); /* the last access to another CTA's shared memory is before this barrier */
+    PHASE_MARK(8);
     if (part != 0)
         return; /* uniform: the leader writes the output */
+    if (parts > 1) {
+        /* The slices are no longer read by anyone (last barrier above); the output stage needs
+         * shared.histogram and shared.sub_sizes zero. */
+        for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS) {
+            shared.histogram[i] = 0;
+            shared.sub_sizes[i] = 0;
+        }
+        __syncthreads();
+    }
 
     /* Output by the leader alone: every other CTA has left its SM to the next cluster's. */
-    tree_write_output(problem, row, selection, total < k ? total : k, bucketed, shared, parity);
+    tree_write_output(problem, row, selection, gathered, bucketed, shared, parity);
 #endif
 }
 
@@ -1682,7 +1880,19 @@ static size_t bitonic_fixed_smem(uint32_t k)
  * (leaves of 8192 elements) for every k <= 4096 and one CTA per row above; always runs the tree
  * path with leaves of 2048 elements (deep trees on every shape the GPU suite tries); never keeps
  * one CTA per row everywhere. Read once per process: scratch_bytes() and launch() must agree. */
-enum split_mode { SPLIT_AUTO, SPLIT_TREE, SPLIT_CLUSTER, SPLIT_ALWAYS, SPLIT_NEVER, SPLIT_INVALID };
+/* DSATOPK_BITONIC_SPLIT: auto, tree, cluster (the cluster path wherever it applies, else the
+ * tree), cluster16/32/64 (the same with that many keys per thread), always, never. */
+enum split_mode {
+    SPLIT_AUTO,
+    SPLIT_TREE,
+    SPLIT_CLUSTER,
+    SPLIT_CLUSTER16,
+    SPLIT_CLUSTER32,
+    SPLIT_CLUSTER64,
+    SPLIT_ALWAYS,
+    SPLIT_NEVER,
+    SPLIT_INVALID
+};
 
 static enum split_mode split_mode_now(void)
 {
@@ -1696,6 +1906,12 @@ static enum split_mode split_mode_now(void)
             mode = SPLIT_TREE;
         else if (strcmp(text, "cluster") == 0)
             mode = SPLIT_CLUSTER;
+        else if (strcmp(text, "cluster16") == 0)
+            mode = SPLIT_CLUSTER16;
+        else if (strcmp(text, "cluster32") == 0)
+            mode = SPLIT_CLUSTER32;
+        else if (strcmp(text, "cluster64") == 0)
+            mode = SPLIT_CLUSTER64;
         else if (strcmp(text, "always") == 0)
             mode = SPLIT_ALWAYS;
         else if (strcmp(text, "never") == 0)
@@ -1839,62 +2055,100 @@ static bool cluster_kernel_built(void)
     return highest >= 900;
 }
 
-/* Static shared memory of the cluster kernel plus its two composite buffers. */
-static size_t cluster_smem_total(uint32_t k)
+/* Static shared memory of the cluster kernel plus its two composite buffers of `entries`. */
+static size_t cluster_smem_total(size_t entries)
 {
-    return sizeof(tree_shared) + sizeof(cluster_exchange) +
-           2 * (size_t)composite_entries(k) * sizeof(uint64_t);
+    return sizeof(tree_shared) + sizeof(cluster_exchange) + 2 * entries * sizeof(uint64_t);
 }
 
-/* Where the cluster path runs (modes auto and cluster): a device and a build with clusters, k up
- * to TREE_MAX_K, rows of at most 16 slices; auto also needs the grid to fit one wave, mode
- * cluster takes every such shape (tests). False elsewhere (the tree path runs). */
+/* Entries of each of the cluster kernel's two composite buffers: twice the output's where the
+ * device's shared memory per block allows (the leader may then gather a whole bin), else the
+ * output's (composite_entries(k), the least the kernel needs). */
+static size_t cluster_buffer_entries(const struct gpu_device_info *device, uint32_t k)
+{
+    const size_t doubled = 2 * (size_t)composite_entries(k);
+    return cluster_smem_total(doubled) <= device->smem_per_block_optin ? doubled
+                                                                      : composite_entries(k);
+}
+
+/* CTAs of clusters of `parts` that auto lets run in one wave: one per SM (measured on the
+ * H200, docs/PERF.md fifth run: two CTAs of 16 keys per thread sharing an SM took longer than
+ * one CTA of 32 keys per thread), and only about half the SMs with clusters of more than 4
+ * (clusters of 8 CTAs of one SM each: at most 15 active on the H200's 132 SMs, GPC packing). */
+static uint64_t cluster_wave(const struct gpu_device_info *device, uint64_t parts)
+{
+    return parts <= 4 ? (uint64_t)device->sm_count : (uint64_t)device->sm_count / 2u;
+}
+
+/* Where the cluster path runs (modes auto and cluster*): a device and a build with clusters, k up
+ * to TREE_MAX_K, rows of at most 16 slices of 8192, 16384 or 32768 elements (16, 32 or 64 keys
+ * per thread: the first that cuts the row into few enough slices); auto also needs the grid to
+ * fit one wave (cluster_wave), mode cluster takes every such shape (tests), cluster16/32/64
+ * only that many keys per thread. False elsewhere (the tree path runs). */
 static bool cluster_plan_of(const struct gpu_device_info *device, const struct topk_shape *shape,
                             enum split_mode mode, struct cluster_plan *plan)
 {
-    if (mode != SPLIT_AUTO && mode != SPLIT_CLUSTER)
+    uint32_t forced = 0;
+    if (mode == SPLIT_CLUSTER16 || mode == SPLIT_CLUSTER32 || mode == SPLIT_CLUSTER64)
+        forced = mode == SPLIT_CLUSTER16 ? 16u : mode == SPLIT_CLUSTER32 ? 32u : 64u;
+    else if (mode != SPLIT_AUTO && mode != SPLIT_CLUSTER)
         return false;
     if (!cluster_kernel_built() || device->cc_major < 9)
         return false;
     if (shape->rows == 0 || shape->k == 0 || shape->k > TREE_MAX_K || shape->max_length < 0)
         return false;
-    if (cluster_smem_total(shape->k) > device->smem_per_block_optin)
+    if (cluster_smem_total(composite_entries(shape->k)) > device->smem_per_block_optin)
         return false;
     const uint64_t length = (uint64_t)shape->max_length;
-    plan->items = TREE_ITEMS;
-    uint64_t parts = (length + TREE_CAPACITY - 1) / TREE_CAPACITY;
-    if (parts > CLUSTER_ITEMS16_PARTS) {
-        plan->items = 2 * TREE_ITEMS;
-        parts = (length + 2 * TREE_CAPACITY - 1) / (2 * TREE_CAPACITY);
+    static const uint32_t items_choices[] = { TREE_ITEMS, 2 * TREE_ITEMS, 4 * TREE_ITEMS };
+    for (size_t c = 0; c < sizeof(items_choices) / sizeof(items_choices[0]); c++) {
+        const uint32_t items = items_choices[c];
+        if (forced && items != forced)
+            continue;
+        const uint64_t slice = (uint64_t)TREE_THREADS * items;
+        uint64_t parts = (length + slice - 1) / slice;
+        if (parts == 0)
+            parts = 1;
+        /* 16 keys per thread: clusters of up to 8 (16 measured slower, docs/PERF.md). */
+        const uint64_t most = items == TREE_ITEMS ? CLUSTER_ITEMS16_PARTS : CLUSTER_MAX_PARTS;
+        if (parts > most || (uint64_t)shape->rows * parts > 0x7FFFFFFFu)
+            continue;
+        /* auto: measured on the H200 (docs/PERF.md, fourth and fifth runs), a cluster beats the
+         * tree where the whole grid runs in one wave; the smallest slices that do are the
+         * shortest barrier chain (fewer keys per thread per pass). Rows of one slice take it
+         * too: 2-4% slower than the tree's single leaf where the k-th largest is off a plateau,
+         * 25% faster where it is on one (the level-1 key range ends the refinement where the
+         * leaf walks its 64-bit composite through every digit). */
+        if (mode == SPLIT_AUTO && (uint64_t)shape->rows * parts > cluster_wave(device, parts))
+            continue;
+        plan->items = items;
+        plan->parts = (uint32_t)parts;
+        return true;
     }
-    if (parts == 0)
-        parts = 1;
-    if (parts > CLUSTER_MAX_PARTS || (uint64_t)shape->rows * parts > 0x7FFFFFFFu)
-        return false;
     if (mode == SPLIT_AUTO) {
-        /* Measured on the H200 (docs/PERF.md, fourth run): a cluster beats the tree where the
-         * whole grid runs in one wave, and loses where its CTAs queue (each lives through five
-         * barrier phases, so two waves cost twice). One wave: 2 CTAs per SM with 16 keys per
-         * thread; with 32, 1 per SM and at most ~15 clusters of 8 (GPC packing), so half the
-         * SMs. Rows of one slice take it too: 2-4% slower than the tree's single leaf where the
-         * k-th largest is off a plateau, 25% faster where it is on one (the level-1 key range
-         * ends the refinement where the leaf walks its 64-bit composite through every digit). */
-        const uint64_t wave = plan->items == TREE_ITEMS ? 2u * (uint64_t)device->sm_count
-                                                        : (uint64_t)device->sm_count / 2u;
-        if ((uint64_t)shape->rows * parts > wave)
-            return false;
+        /* No cut fits one wave: 64 keys per thread in two waves still beat the tree's four or
+         * more (64 x 131072: 64 against 75 us, docs/PERF.md fifth run). */
+        const uint64_t slice = (uint64_t)TREE_THREADS * 4u * TREE_ITEMS;
+        const uint64_t parts = length ? (length + slice - 1) / slice : 1u;
+        if (parts <= CLUSTER_MAX_PARTS &&
+            (uint64_t)shape->rows * parts <= 2u * cluster_wave(device, parts)) {
+            plan->items = 4u * TREE_ITEMS;
+            plan->parts = (uint32_t)parts;
+            return true;
+        }
     }
-    plan->parts = (uint32_t)parts;
-    return true;
+    return false;
 }
 
 /* Launches the cluster kernel; returns 1 (launching nothing) when no cluster of that size fits
  * on the device (the caller runs the tree path), 0 when launched. */
 template <uint32_t ITEMS>
-static int cluster_launch_items(const struct topk_problem *problem, uint32_t parts,
+static int cluster_launch_items(const struct topk_problem *problem,
+                                const struct gpu_device_info *device, uint32_t parts,
                                 cudaStream_t stream, struct audit_error *err)
 {
-    const size_t smem = 2 * (size_t)composite_entries(problem->shape.k) * sizeof(uint64_t);
+    const uint32_t capacity = (uint32_t)cluster_buffer_entries(device, problem->shape.k);
+    const size_t smem = 2 * (size_t)capacity * sizeof(uint64_t);
     CUDA_TRY(cudaFuncSetAttribute(k_cluster_topk<ITEMS>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
              err);
@@ -1918,17 +2172,20 @@ static int cluster_launch_items(const struct topk_problem *problem, uint32_t par
     CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, k_cluster_topk<ITEMS>, &config), err);
     if (clusters < 1)
         return 1;
-    CUDA_TRY(cudaLaunchKernelEx(&config, k_cluster_topk<ITEMS>, *problem), err);
+    CUDA_TRY(cudaLaunchKernelEx(&config, k_cluster_topk<ITEMS>, *problem, capacity), err);
     CUDA_TRY(cudaGetLastError(), err);
     return 0;
 }
 
-static int cluster_launch(const struct topk_problem *problem, const struct cluster_plan *plan,
-                          cudaStream_t stream, struct audit_error *err)
+static int cluster_launch(const struct topk_problem *problem, const struct gpu_device_info *device,
+                          const struct cluster_plan *plan, cudaStream_t stream,
+                          struct audit_error *err)
 {
     if (plan->items == TREE_ITEMS)
-        return cluster_launch_items<TREE_ITEMS>(problem, plan->parts, stream, err);
-    return cluster_launch_items<2 * TREE_ITEMS>(problem, plan->parts, stream, err);
+        return cluster_launch_items<TREE_ITEMS>(problem, device, plan->parts, stream, err);
+    if (plan->items == 2 * TREE_ITEMS)
+        return cluster_launch_items<2 * TREE_ITEMS>(problem, device, plan->parts, stream, err);
+    return cluster_launch_items<4 * TREE_ITEMS>(problem, device, plan->parts, stream, err);
 }
 
 static int bitonic_supports(const struct gpu_device_info *device, const struct topk_shape *shape,
@@ -1936,7 +2193,7 @@ static int bitonic_supports(const struct gpu_device_info *device, const struct t
 {
     if (split_mode_now() == SPLIT_INVALID) {
         snprintf(reason, reason_bytes,
-                 "DSATOPK_BITONIC_SPLIT=%s: expected auto, tree, cluster, always or never", split_env_text());
+                 "DSATOPK_BITONIC_SPLIT=%s: expected auto, tree, cluster, cluster16, cluster32, cluster64, always or never", split_env_text());
         return 0;
     }
     if (!topk_built_for(device, reason, reason_bytes))
@@ -2012,7 +2269,8 @@ static int bitonic_launch(const struct topk_problem *problem, const struct gpu_d
         return 0; /* nothing to write */
     if (split_mode_now() == SPLIT_INVALID)
         return audit_fail(err, AUDIT_EUSAGE,
-                          "bitonic: DSATOPK_BITONIC_SPLIT=%s: expected auto, tree, cluster, always or never",
+                          "bitonic: DSATOPK_BITONIC_SPLIT=%s: expected auto, tree, cluster, cluster16, "
+                          "cluster32, cluster64, always or never",
                           split_env_text());
     if (!bitonic_supports(device, shape, reason, sizeof(reason)))
         return audit_fail(err, AUDIT_EUNSUPPORTED, "bitonic: %s", reason);
@@ -2021,7 +2279,7 @@ static int bitonic_launch(const struct topk_problem *problem, const struct gpu_d
         return audit_fail(err, AUDIT_EUSAGE, "bitonic: missing device pointer in the problem");
     struct cluster_plan cluster;
     if (cluster_plan_of(device, shape, split_mode_now(), &cluster)) {
-        const int status = cluster_launch(problem, &cluster, stream, err);
+        const int status = cluster_launch(problem, device, &cluster, stream, err);
         if (status <= 0)
             return status; /* launched, or failed */
     }
@@ -2062,3 +2320,14 @@ extern "C" const struct topk_backend topk_backend_bitonic = {
     bitonic_scratch_bytes,
     bitonic_launch,
 };
+
+#ifdef DSATOPK_PHASE_TIMING
+extern "C" int bitonic_phase_take(struct phase_table *table, struct audit_error *err)
+{
+    static const struct phase_table zero = {};
+    CUDA_TRY(cudaDeviceSynchronize(), err);
+    CUDA_TRY(cudaMemcpyFromSymbol(table, dsatopk_phase_table, sizeof(*table)), err);
+    CUDA_TRY(cudaMemcpyToSymbol(dsatopk_phase_table, &zero, sizeof(zero)), err);
+    return 0;
+}
+#endif

@@ -101,6 +101,9 @@ const struct topk_backend *topk_backend_find(const char *name);
 int gpu_device_count(int *count, char *why, size_t why_bytes);
 int gpu_device_query(int ordinal, size_t emulate_smem_per_sm, struct gpu_device_info *info,
                      struct audit_error *err);
+/* Launches one empty kernel (one block of 32 threads) on stream: what `bench` subtracts nothing
+ * with but reports as the floor of a call (launch and drain of a kernel in a graph). */
+int gpu_launch_empty(cudaStream_t stream, struct audit_error *err);
 
 /* Noise on a sibling stream, to perturb SM scheduling while a backend replays (docs/REPORT.md). */
 enum noise_kind { NOISE_NONE, NOISE_GEMM, NOISE_MEM, NOISE_SPIN, NOISE_MIXED };
@@ -112,6 +115,25 @@ int noise_create(struct noise_state **state, enum noise_kind kind, struct audit_
 /* Enqueues one burst of noise (a few hundred microseconds of work) on stream. */
 int noise_launch(struct noise_state *state, cudaStream_t stream, struct audit_error *err);
 void noise_destroy(struct noise_state *state);
+
+#ifdef DSATOPK_PHASE_TIMING
+/* Measurement builds only (kernels/phase_timing.cuh): the bitonic kernels' cycles from a CTA's
+ * start to each mark, summed over the CTAs that reached it. */
+enum { PHASE_KERNELS = 5, PHASE_MARKS = 16 };
+enum {
+    PHASE_CLUSTER16 = 0,
+    PHASE_CLUSTER32 = 1,
+    PHASE_TREE = 2,
+    PHASE_TREE_HISTOGRAM = 3,
+    PHASE_CLUSTER64 = 4
+};
+struct phase_table {
+    unsigned long long cycles[PHASE_KERNELS][PHASE_MARKS];
+    unsigned long long ctas[PHASE_KERNELS][PHASE_MARKS];
+};
+/* Copies the table out and zeroes it (synchronous). */
+int bitonic_phase_take(struct phase_table *table, struct audit_error *err);
+#endif
 
 /* Checks a CUDA call: on failure fills err with file, line, call and the CUDA error string and
  * returns AUDIT_EDEVICE from the enclosing function (which must return int). */

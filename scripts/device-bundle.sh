@@ -14,6 +14,21 @@ for program in "$build_dir"/tests/test_gpu_* "$build_dir"/tests/bench_* \
                "$build_dir"/tests/plugins/test_gpu_plugins; do
     [ -x "$program" ] && [ -f "$program" ] && cp "$program" device-bundle/bin/
 done
+# A measurement build with the bitonic kernels' phase timing (kernels/phase_timing.cuh), when
+# one was set up: meson setup build-phases -Dc_args=-DDSATOPK_PHASE_TIMING \
+#   -Dcuda_args=-DDSATOPK_PHASE_TIMING
+if [ -d build-phases ]; then
+    ninja -C build-phases src/dsatopk-audit >/dev/null
+    cp build-phases/src/dsatopk-audit device-bundle/bin/dsatopk-audit-phases
+fi
+# Experiment builds (kernel constants set with -D), when set up, e.g. build-s2:
+# meson setup build-s2 -Dcuda_args=-DCLUSTER_SCATTER_PARTS=2u
+for variant in s2; do
+    if [ -d "build-$variant" ]; then
+        ninja -C "build-$variant" src/dsatopk-audit >/dev/null
+        cp "build-$variant/src/dsatopk-audit" "device-bundle/bin/dsatopk-audit-$variant"
+    fi
+done
 mkdir -p device-bundle/plugins
 cp "$build_dir"/tests/plugins/*.so device-bundle/plugins/
 cjson=$(ldconfig -p | awk '/libcjson.so.1 /{print $NF; exit}')

@@ -5,7 +5,7 @@
 # matters lands in $OUT (at most 8 files come back): logs.txt, seed-report.json,
 # shipped-report.json, bench.json, torch-bench.json.
 # Usage: scripts/device-check.sh [STEP...]
-#   steps: suite split cluster sanitize sanitize-plugins run isolation devices breakdown bench
+#   steps: suite split cluster sanitize sanitize-plugins run isolation devices breakdown bench phases
 #   bench-paths racecheck racecheck-split (default: all but split, sanitize-plugins, racecheck and racecheck-split,
 #   which are slow or only needed when bitonic's tree path or the plugin code changed)
 set -u
@@ -64,6 +64,17 @@ for s in $steps; do
             --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
         step racecheck-cluster 150 env DSATOPK_BITONIC_SPLIT=cluster compute-sanitizer --tool racecheck \
             --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        ;;
+    phases)
+        # Where the bitonic kernels' CTAs spend a call (the measurement build of
+        # scripts/device-bundle.sh): mean microseconds from a CTA's start to each mark, as auto
+        # chooses and with each path forced. Then the same shapes timed by the normal build.
+        for mode in auto cluster tree; do
+            step "phases-$mode" 300 env DSATOPK_BITONIC_SPLIT=$mode dsatopk-audit-phases bench \
+                --backends bitonic "${shape_args[@]}" --out "$OUT/phases-$mode.json"
+        done
+        step bench-shapes 300 dsatopk-audit bench --backends bitonic,radix "${shape_args[@]}" \
+            --out "$OUT/bench-shapes.json"
         ;;
     bench-paths)
         # bitonic alone, as auto chooses (cluster path) and with the tree path, same shapes.

@@ -161,6 +161,62 @@ done:
     return status;
 }
 
+/* The time of one empty kernel in the graph method (median over 100 replays of a graph of 100
+ * launches): what every call pays before it does anything. */
+static int measure_empty_kernel(double *microseconds, struct audit_error *err)
+{
+    enum { LAUNCHES = 100, REPLAYS = 100 };
+    cudaStream_t stream = NULL;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t graph_exec = NULL;
+    cudaEvent_t start = NULL, stop = NULL;
+    double samples[REPLAYS];
+    bool capturing = false;
+    int status = AUDIT_OK;
+    CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), err, status, done);
+    CUDA_CHECK_GOTO(cudaEventCreate(&start), err, status, done);
+    CUDA_CHECK_GOTO(cudaEventCreate(&stop), err, status, done);
+    CUDA_CHECK_GOTO(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), err, status,
+                    done);
+    capturing = true;
+    for (int i = 0; i < LAUNCHES && status == AUDIT_OK; i++)
+        status = gpu_launch_empty(stream, err);
+    capturing = false;
+    CUDA_CHECK_GOTO(cudaStreamEndCapture(stream, &graph), err, status, done);
+    if (status != AUDIT_OK)
+        goto done;
+    CUDA_CHECK_GOTO(cudaGraphInstantiate(&graph_exec, graph, 0), err, status, done);
+    CUDA_CHECK_GOTO(cudaGraphLaunch(graph_exec, stream), err, status, done);
+    for (int i = 0; i < REPLAYS; i++) {
+        float milliseconds = 0;
+        CUDA_CHECK_GOTO(cudaEventRecord(start, stream), err, status, done);
+        CUDA_CHECK_GOTO(cudaGraphLaunch(graph_exec, stream), err, status, done);
+        CUDA_CHECK_GOTO(cudaEventRecord(stop, stream), err, status, done);
+        CUDA_CHECK_GOTO(cudaEventSynchronize(stop), err, status, done);
+        CUDA_CHECK_GOTO(cudaEventElapsedTime(&milliseconds, start, stop), err, status, done);
+        samples[i] = milliseconds * 1e3 / LAUNCHES;
+    }
+    qsort(samples, REPLAYS, sizeof(double), compare_double);
+    *microseconds = samples[REPLAYS / 2];
+done:
+    if (capturing) {
+        cudaGraph_t abandoned = NULL;
+        if (cudaStreamEndCapture(stream, &abandoned) == cudaSuccess && abandoned)
+            cudaGraphDestroy(abandoned);
+    }
+    if (graph_exec)
+        cudaGraphExecDestroy(graph_exec);
+    if (graph)
+        cudaGraphDestroy(graph);
+    if (start)
+        cudaEventDestroy(start);
+    if (stop)
+        cudaEventDestroy(stop);
+    if (stream)
+        cudaStreamDestroy(stream);
+    return status;
+}
+
 /* The device buffers of one shape: `copies` copies of the scores so that they exceed 2 x L2. */
 struct bench_buffers {
     float *scores;       /* copies * rows * length */
@@ -215,6 +271,42 @@ error:
     bench_buffers_free(buffers);
     return status;
 }
+
+#ifdef DSATOPK_PHASE_TIMING
+/* Measurement builds: where the bitonic kernels' CTAs spent the calls just timed (mean
+ * microseconds from a CTA's start to each mark, kernels/phase_timing.cuh). */
+static void print_phases(void)
+{
+    static const char *const kernels[PHASE_KERNELS] = { "cluster16", "cluster32", "tree",
+                                                        "tree_histogram", "cluster64" };
+    struct phase_table table;
+    struct audit_error err = { 0 };
+    int clock_khz = 0;
+    if (bitonic_phase_take(&table, &err) != AUDIT_OK) {
+        fprintf(stderr, "phases: %s\n", err.message);
+        return;
+    }
+    if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0) != cudaSuccess ||
+        clock_khz <= 0)
+        clock_khz = 1980000;
+    for (int kernel = 0; kernel < PHASE_KERNELS; kernel++) {
+        bool any = false;
+        for (int mark = 0; mark < PHASE_MARKS; mark++) {
+            if (!table.ctas[kernel][mark])
+                continue;
+            if (!any)
+                printf("  phases %-14s", kernels[kernel]);
+            any = true;
+            printf(" m%d %.2f us (%llu)", mark,
+                   (double)table.cycles[kernel][mark] / (double)table.ctas[kernel][mark] /
+                       (clock_khz * 1e-3),
+                   table.ctas[kernel][mark]);
+        }
+        if (any)
+            printf("\n");
+    }
+}
+#endif
 
 /* Times one backend on one uploaded shape with graph replay. */
 static int bench_time_backend(const struct topk_backend *backend, const struct topk_shape *shape,
@@ -338,7 +430,8 @@ done:
     return status;
 }
 
-static cJSON *device_json(const struct gpu_device_info *device, double copy_bandwidth)
+static cJSON *device_json(const struct gpu_device_info *device, double copy_bandwidth,
+                          double empty_kernel_us)
 {
     cJSON *json = cJSON_CreateObject();
     cJSON_AddStringToObject(json, "name", device->name);
@@ -351,6 +444,7 @@ static cJSON *device_json(const struct gpu_device_info *device, double copy_band
     cJSON_AddNumberToObject(json, "driver_version", device->driver_version);
     cJSON_AddNumberToObject(json, "runtime_version", device->runtime_version);
     json_add_number(json, "copy_bandwidth_bytes_per_s", copy_bandwidth);
+    json_add_number(json, "empty_kernel_us", empty_kernel_us);
     return json;
 }
 
@@ -373,7 +467,7 @@ static int bench_run(const struct bench_options *options)
     int status = AUDIT_OK, device_count = 0;
     char why[512] = "";
     struct gpu_device_info device;
-    double copy_bandwidth = 0;
+    double copy_bandwidth = 0, empty_kernel_us = 0;
     cJSON *root = cJSON_CreateObject(), *results = NULL;
 
     if (gpu_device_count(&device_count, why, sizeof(why)) != 0 || device_count == 0) {
@@ -395,6 +489,8 @@ static int bench_run(const struct bench_options *options)
                                   options->device);
     if (status == AUDIT_OK)
         status = measure_copy_bandwidth(&copy_bandwidth, &err);
+    if (status == AUDIT_OK)
+        status = measure_empty_kernel(&empty_kernel_us, &err);
     if (status != AUDIT_OK) {
         fprintf(stderr, "dsatopk-audit bench: %s\n", err.message);
         goto done;
@@ -412,15 +508,16 @@ static int bench_run(const struct bench_options *options)
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
     cJSON_AddStringToObject(context, "host", host);
-    cJSON_AddItemToObject(context, "device", device_json(&device, copy_bandwidth));
+    cJSON_AddItemToObject(context, "device", device_json(&device, copy_bandwidth, empty_kernel_us));
     cJSON_AddStringToObject(context, "method",
                             "CUDA graph replay; per-call time = replay time / launches in the "
                             "graph; median over replays; inputs rotated over > 2 x L2");
     results = cJSON_AddArrayToObject(root, "results");
 
     if (options->table) {
-        printf("# %s, %d SMs, L2 %zu MiB, copy bandwidth %.0f GB/s\n", device.name,
-               device.sm_count, device.l2_bytes >> 20, copy_bandwidth / 1e9);
+        printf("# %s, %d SMs, L2 %zu MiB, copy bandwidth %.0f GB/s, empty kernel %.2f us\n",
+               device.name, device.sm_count, device.l2_bytes >> 20, copy_bandwidth / 1e9,
+               empty_kernel_us);
         printf("%-13s %-7s %-14s %5s  %10s %10s %10s %8s %7s\n", "backend", "family", "rows x L",
                "k", "median_us", "min_us", "max_us", "floor_us", "x_floor");
     }
@@ -506,6 +603,9 @@ static int bench_run(const struct bench_options *options)
                 cJSON_AddNumberToObject(item, "input_copies", buffers.copies);
                 if (options->table)
                     print_row(backend->name, params.family, shape, "ok", &timing, floor_us);
+#ifdef DSATOPK_PHASE_TIMING
+                print_phases();
+#endif
                 fflush(stdout);
             }
             bench_buffers_free(&buffers);

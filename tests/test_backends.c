@@ -1,6 +1,7 @@
 /* The built-in backends' supports() and scratch_bytes() are pure functions of a described
  * device and shape (no CUDA call), so the path `bitonic` picks can be checked without a GPU:
- * the cluster path where the grid fits one wave of an sm_90 device, the tree path elsewhere,
+ * the cluster path where the grid fits one wave of an sm_90 device (two for the largest
+ * slices), the tree path elsewhere,
  * one CTA per row above k = 4096 (docs/BACKENDS.md). Run with DSATOPK_BITONIC_SPLIT unset
  * (auto); the knob is read once per process. */
 #include <setjmp.h>
@@ -42,22 +43,31 @@ static void test_bitonic_paths_on_h200(void **state)
     if (getenv("DSATOPK_BITONIC_SPLIT"))
         skip();
     const struct gpu_device_info device = test_h200();
-    /* One wave of clusters: 2 CTAs per SM with slices of 8192 (264 here). */
-    assert_non_null(strstr(bitonic_reason(&device, 64, 32768, 2048),
-                           "cluster per row: 4 blocks of 8192 elements"));
-    assert_non_null(strstr(bitonic_reason(&device, 16, 65536, 512),
-                           "cluster per row: 8 blocks of 8192 elements"));
+    /* The smallest slices (8192, 16384, 32768) whose grid is one wave: one CTA per SM (132
+     * here), half the SMs with clusters of more than 4. */
     assert_non_null(strstr(bitonic_reason(&device, 64, 8192, 2048),
                            "cluster per row: 1 block of 8192 elements"));
-    /* Rows above 65536: slices of 16384, one CTA per SM, half the SMs (66 here). */
+    assert_non_null(strstr(bitonic_reason(&device, 16, 32768, 2048),
+                           "cluster per row: 4 blocks of 8192 elements"));
+    assert_non_null(strstr(bitonic_reason(&device, 64, 32768, 2048),
+                           "cluster per row: 2 blocks of 16384 elements"));
+    assert_non_null(strstr(bitonic_reason(&device, 16, 65536, 512),
+                           "cluster per row: 4 blocks of 16384 elements"));
     assert_non_null(strstr(bitonic_reason(&device, 8, 131072, 2048),
                            "cluster per row: 8 blocks of 16384 elements"));
-    /* Two waves: the tree. */
-    assert_non_null(strstr(bitonic_reason(&device, 16, 131072, 2048), "leaves of 8192"));
-    assert_non_null(strstr(bitonic_reason(&device, 64, 65536, 2048), "leaves of 8192"));
+    assert_non_null(strstr(bitonic_reason(&device, 16, 131072, 2048),
+                           "cluster per row: 4 blocks of 32768 elements"));
+    assert_non_null(strstr(bitonic_reason(&device, 64, 65536, 2048),
+                           "cluster per row: 2 blocks of 32768 elements"));
+    assert_non_null(strstr(bitonic_reason(&device, 1, 300000, 2048),
+                           "cluster per row: 10 blocks of 32768 elements"));
+    /* No cut in one wave: slices of 32768 in two waves, else the tree. */
+    assert_non_null(strstr(bitonic_reason(&device, 64, 131072, 2048),
+                           "cluster per row: 4 blocks of 32768 elements"));
+    assert_non_null(strstr(bitonic_reason(&device, 128, 131072, 2048), "leaves of 8192"));
     assert_non_null(strstr(bitonic_reason(&device, 300, 8192, 512), "leaves of 8192"));
-    /* Longer than 16 slices of 16384: the tree. */
-    assert_non_null(strstr(bitonic_reason(&device, 1, 300000, 2048), "leaves of 8192"));
+    /* Longer than 16 slices of 32768: the tree. */
+    assert_non_null(strstr(bitonic_reason(&device, 1, 600000, 2048), "leaves of 8192"));
     /* k above 4096: one CTA per row. */
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 8192), "one block per row"));
 }
@@ -71,13 +81,19 @@ static void test_bitonic_paths_elsewhere(void **state)
     struct gpu_device_info device = test_h200();
     device.cc_major = 10;
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 2048), "cluster per row"));
-    /* Fewer SMs, a smaller wave: 16 rows of 4 CTAs need 32 SMs. */
+    /* Fewer SMs, a smaller wave: 16 rows of 32768 take one CTA each; 64 rows are two waves of
+     * those, 128 the tree. */
     device = test_h200();
     device.sm_count = 24;
-    assert_non_null(strstr(bitonic_reason(&device, 16, 32768, 2048), "leaves of 8192"));
-    assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 2048), "cluster per row"));
+    assert_non_null(strstr(bitonic_reason(&device, 16, 32768, 2048),
+                           "cluster per row: 1 block of 32768 elements"));
+    assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 2048),
+                           "cluster per row: 4 blocks of 8192 elements"));
+    assert_non_null(strstr(bitonic_reason(&device, 48, 32768, 2048), "cluster per row"));
+    assert_non_null(strstr(bitonic_reason(&device, 64, 32768, 2048), "leaves of 8192"));
     /* Too little shared memory per block for the cluster and tree kernels at k 4096 (about
-     * 33 KiB + 64 KiB each): one CTA per row, which needs 41 KiB. At k 2048 clusters fit. */
+     * 33 KiB + 64 KiB each): one CTA per row, which needs 41 KiB. At k 2048 clusters fit (with
+     * buffers of the output's size, not twice). */
     device = test_h200();
     device.smem_per_block_optin = 90 * 1024;
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 4096), "one block per row"));
@@ -86,7 +102,7 @@ static void test_bitonic_paths_elsewhere(void **state)
     device = test_h200();
     device.smem_per_sm = device.smem_per_block_optin = 102400;
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 4096), "cluster per row"));
-    assert_non_null(strstr(bitonic_reason(&device, 64, 131072, 4096), "leaves of 8192"));
+    assert_non_null(strstr(bitonic_reason(&device, 128, 131072, 4096), "leaves of 8192"));
 }
 
 static void test_bitonic_scratch_keeps_the_fallback(void **state)

@@ -16,6 +16,7 @@
  * at all: radix on a 0.0 plateau under a busy sibling stream must give several distinct sets.
  *
  * Usage: test_gpu_backends [--seed N] [--backend NAME] [--family NAME] [--k N] [--quick]
+ *                          [--longest N]
  *                          [--verbose] [--inject-fault]
  * --inject-fault checks the harness itself: it corrupts one entry of every first output (an
  * index just past its row's window) before judging, so every case with a selected entry must
@@ -166,9 +167,11 @@ static int compare_int32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The row lengths of one case: a spread from 0 to 262144 around k (--quick stops at 32768). */
+/* The row lengths of one case: a spread from 0 to 262144 around k (--quick stops at 32768;
+ * --longest N stops below N and adds N: the longest row sets how a backend cuts the shape, e.g.
+ * how many CTAs bitonic's cluster takes per row). */
 static uint32_t family_row_lengths(enum family_id family, uint32_t k, bool quick,
-                                   int32_t lengths[MAX_ROWS_PER_CASE])
+                                   uint32_t longest, int32_t lengths[MAX_ROWS_PER_CASE])
 {
     int64_t wanted[MAX_ROWS_PER_CASE];
     uint32_t count = 0;
@@ -181,8 +184,10 @@ static uint32_t family_row_lengths(enum family_id family, uint32_t k, bool quick
         const int64_t spread[] = { 0, 1, 7, (int64_t)k - 1, k, (int64_t)k + 1, 4095, 8192,
                                    32768, 131072, 262144 };
         for (size_t i = 0; i < sizeof(spread) / sizeof(spread[0]); i++)
-            if (!quick || spread[i] <= 32768)
+            if ((!quick || spread[i] <= 32768) && (!longest || spread[i] < (int64_t)longest))
                 wanted[count++] = spread[i];
+        if (longest)
+            wanted[count++] = longest;
     }
     uint32_t unique = 0;
     for (uint32_t i = 0; i < count; i++) {
@@ -605,6 +610,7 @@ struct options {
     const char *backend;
     int family; /* -1: all */
     uint32_t k; /* 0: all */
+    uint32_t longest; /* 0: the default spread of row lengths */
     bool quick, verbose;
     bool inject_fault; /* self-check of the harness: corrupt outputs, expect failures */
 };
@@ -954,7 +960,7 @@ static void run_family_case(struct harness *harness, int family, uint32_t k)
     test_case.k = k;
     test_case.seed = case_seed(harness->options.seed, family, k);
     uint32_t rows = family_row_lengths((enum family_id)family, k, harness->options.quick,
-                                       lengths);
+                                       harness->options.longest, lengths);
     int status = build_record((enum family_id)family, k, lengths, rows, UINT32_MAX,
                               test_case.seed, &test_case.record, &err);
     if (status < 0) {
@@ -1136,11 +1142,12 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: test_gpu_backends [--seed N] [--backend NAME] [--family NAME] [--k N]\n"
-            "                         [--quick] [--verbose] [--inject-fault]\n"
+            "                         [--quick] [--longest N] [--verbose] [--inject-fault]\n"
             "Compares every GPU top-k backend with the CPU reference on seeded inputs and holds\n"
             "it to its claims. Exit 0 all passed, 1 a failure, 2 usage, 77 no CUDA device.\n"
             "--inject-fault corrupts one entry of every output: every case must then fail;\n"
             "exit 0 when each corrupted case failed (a self-check of the harness).\n"
+            "--longest N: rows up to N elements, one of exactly N (sets how backends cut rows).\n"
             "families:");
     for (int f = 0; f < FAMILY_COUNT; f++)
         fprintf(out, " %s", family_names[f]);
@@ -1158,6 +1165,7 @@ static int parse_options(int argc, char **argv, struct options *options)
         { "family", required_argument, NULL, 'f' },
         { "k", required_argument, NULL, 'k' },
         { "quick", no_argument, NULL, 'q' },
+        { "longest", required_argument, NULL, 'l' },
         { "verbose", no_argument, NULL, 'v' },
         { "inject-fault", no_argument, NULL, 'i' },
         { "help", no_argument, NULL, 'h' },
@@ -1169,7 +1177,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 
     memset(options, 0, sizeof(*options));
     options->family = -1;
-    while ((option = getopt_long(argc, argv, "s:b:f:k:qvh", long_options, NULL)) != -1) {
+    while ((option = getopt_long(argc, argv, "s:b:f:k:ql:vh", long_options, NULL)) != -1) {
         switch (option) {
         case 's':
             options->seed = strtoull(optarg, &end, 0);
@@ -1206,6 +1214,16 @@ static int parse_options(int argc, char **argv, struct options *options)
         case 'q':
             options->quick = true;
             break;
+        case 'l': {
+            unsigned long value = strtoul(optarg, &end, 10);
+            if (!*optarg || *end || value == 0 || value > (1ul << 20)) {
+                fprintf(stderr, "test_gpu_backends: --longest: expected 1..%lu: %s\n", 1ul << 20,
+                        optarg);
+                return -1;
+            }
+            options->longest = (uint32_t)value;
+            break;
+        }
         case 'v':
             options->verbose = true;
             break;
