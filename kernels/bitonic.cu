@@ -1008,17 +1008,35 @@ static __device__ __forceinline__ uint32_t composite_entries_device(uint32_t val
     return power;
 }
 
-/* Buckets the `count` composites of `source` into `dest` by 2048 equal slices of the range
- * [low, high] of their values: bucket (c - low) >> shift, in descending bucket order, bucket b
- * at dest[starts[b]], sizes[b] entries. (The bits below the common prefix of low and high would
- * put a range that crosses a power of two into a handful of buckets.) sizes must be zero on
- * entry. Afterwards shared.overflow_count holds how many buckets exceed TREE_BUCKET_LIMIT and
- * shared.overflow_bucket one of them. Returns low and shift, the same in every thread; every
- * thread must call it. */
+/* Bucket of a composite: 2048 equal slices of the range [low, high]. The range's top 21 bits
+ * (after `shift`) are scaled by 2048 / (range + 1) in float: a positive scale makes the map
+ * monotonic, and it spreads the entries over all 2048 buckets where a power-of-two slice width
+ * left up to half of them empty (phase timing: the ranks' bucket scans were the output
+ * stage's largest part). */
+struct bucket_map {
+    uint64_t low;
+    uint32_t shift;
+    float scale;
+};
+
+static __device__ __forceinline__ uint32_t bucket_of(const bucket_map &map, uint64_t c)
+{
+    const uint32_t scaled = (uint32_t)((float)(uint32_t)((c - map.low) >> map.shift) * map.scale);
+    return scaled < BITONIC_BINS ? scaled : BITONIC_BINS - 1;
+}
+
+/* Buckets the `count` composites of `source` into `dest` by bucket_of() over the range
+ * [low, high] of their values, in descending bucket order, bucket b at dest[starts[b]],
+ * sizes[b] entries. (The bits below the common prefix of low and high would put a range that
+ * crosses a power of two into a handful of buckets.) sizes must be zero on entry. Afterwards
+ * shared.overflow_count holds how many buckets exceed TREE_BUCKET_LIMIT and
+ * shared.overflow_bucket one of them. Returns the map, the same in every thread; every thread
+ * must call it. */
 static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint64_t *dest,
                                    uint32_t *starts, uint32_t *sizes, tree_shared &shared,
-                                   uint32_t &parity, uint64_t &low, uint32_t &shift)
+                                   uint32_t &parity, bucket_map &map)
 {
+    uint64_t low;
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     uint64_t high = 0;
     low = ~0ull;
@@ -1039,6 +1057,7 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint6
         shared.reduce_low[warp] = low;
     }
     __syncthreads();
+    PHASE_MARK(14);
     if (threadIdx.x == 0) { /* after the barrier: every thread has read the previous call's */
         shared.overflow_count = 0;
         shared.overflow_bucket = 0;
@@ -1048,10 +1067,14 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint6
         low = shared.reduce_low[w] < low ? shared.reduce_low[w] : low;
     }
     const uint32_t range_bits = high > low ? 64u - (uint32_t)__clzll((long long)(high - low)) : 0u;
-    shift = range_bits > 11 ? range_bits - 11 : 0;
+    map.low = low;
+    map.shift = range_bits > 21 ? range_bits - 21 : 0;
+    /* (high - low) >> shift < 2^21: exact in float, and so is the product's bound below 2048. */
+    map.scale = (float)BITONIC_BINS / ((float)(uint32_t)((high - low) >> map.shift) + 1.0f);
     for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS)
-        atomicAdd(&sizes[(uint32_t)((source[e] - low) >> shift)], 1u);
+        atomicAdd(&sizes[bucket_of(map, source[e])], 1u);
     __syncthreads();
+    PHASE_MARK(15);
 
     /* Starts in descending bucket order; sizes become the scatter cursors. */
     const uint32_t per = BITONIC_BINS / TREE_THREADS, top = BITONIC_BINS - 1 - threadIdx.x * per;
@@ -1078,9 +1101,10 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint6
         start += counts[j];
     }
     __syncthreads();
+    PHASE_MARK(9);
     for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS) {
         const uint64_t c = source[e];
-        const uint32_t bucket = (uint32_t)((c - low) >> shift);
+        const uint32_t bucket = bucket_of(map, c);
         dest[starts[bucket] + atomicAdd(&sizes[bucket], 1u)] = c;
     }
     __syncthreads();
@@ -1093,19 +1117,20 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint6
  * Every rank is a function of the values alone, so the scatters' atomic cursors do not matter.
  * On random and ReLU rows this costs a few thousand instructions per warp where the bitonic sort
  * of 2048 composites costs tens of thousands (docs/PERF.md).
- * Returns NULL when it wrote the output, else the buffer (`bucketed`, holding the whole
- * selection) that the caller must sort instead: two or more large buckets, or a large one that
- * stays large. Every thread must call it; the histogram and shared.sub_sizes must be zero on
- * entry. `selection` is overwritten. */
+ * Writes output positions below `limit` (ranks from `limit` on are dropped, -1 fills the
+ * positions from `selected` to `limit`). Returns NULL when it wrote the output, else the buffer (`bucketed`,
+ * holding the whole selection) that the caller must sort instead: two or more large buckets, or
+ * a large one that stays large. Every thread must call it; the histogram and shared.sub_sizes
+ * must be zero on entry. `selection` is overwritten. */
 static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &problem,
                                                    uint32_t row, uint64_t *selection,
-                                                   uint32_t selected, uint64_t *bucketed,
+                                                   uint32_t selected, uint32_t limit,
+                                                   uint64_t *bucketed,
                                                    tree_shared &shared, uint32_t &parity)
 {
-    uint64_t low, sub_low = 0;
-    uint32_t shift, sub_shift = 0;
+    bucket_map map, sub_map = {};
     tree_bucket(selection, selected, bucketed, shared.bucket_start, shared.histogram, shared,
-                parity, low, shift);
+                parity, map);
     PHASE_MARK(10);
     const uint32_t overflows = shared.overflow_count, large = shared.overflow_bucket;
     if (overflows > 1)
@@ -1113,19 +1138,19 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
     if (overflows == 1) {
         /* The large bucket's members, grouped again by sub-bucket, into `selection`. */
         tree_bucket(bucketed + shared.bucket_start[large], shared.histogram[large], selection,
-                    shared.sub_start, shared.sub_sizes, shared, parity, sub_low, sub_shift);
+                    shared.sub_start, shared.sub_sizes, shared, parity, sub_map);
         PHASE_MARK(11);
         if (shared.overflow_count)
             return bucketed; /* uniform */
     }
     for (uint32_t e = threadIdx.x; e < selected; e += TREE_THREADS) {
         const uint64_t c = bucketed[e];
-        const uint32_t bucket = (uint32_t)((c - low) >> shift);
+        const uint32_t bucket = bucket_of(map, c);
         uint32_t rank = shared.bucket_start[bucket];
         const uint64_t *group = bucketed;
         uint32_t first = rank, end = rank + shared.histogram[bucket];
         if (overflows == 1 && bucket == large) {
-            const uint32_t sub = (uint32_t)((c - sub_low) >> sub_shift);
+            const uint32_t sub = bucket_of(sub_map, c);
             group = selection;
             first = shared.sub_start[sub];
             end = first + shared.sub_sizes[sub];
@@ -1133,28 +1158,30 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
         }
         for (uint32_t j = first; j < end; j++)
             rank += group[j] > c ? 1u : 0u;
-        if (rank < problem.shape.k) /* the cluster path may gather more than k */
+        if (rank < limit) /* the cluster path may gather more than it writes */
             write_output(problem, row, rank, (int32_t)(0xFFFFFFFFu - (uint32_t)c));
     }
-    for (uint32_t j = selected + threadIdx.x; j < problem.shape.k; j += TREE_THREADS)
+    for (uint32_t j = selected + threadIdx.x; j < limit; j += TREE_THREADS)
         write_output(problem, row, j, -1);
     return NULL;
 }
 
 /* The output of a row's final selection (`selected` composites in `selection`, any order; more
- * than k from the cluster path, which gathers a whole bin): its first k in canonical order by
- * bucket ranks, or by the bitonic sort in `bucketed` where buckets do not spread it; -1 after.
- * `bucketed` holds composite_entries(selected) entries. Every thread must call it; the histogram
- * and shared.sub_sizes must be zero on entry. */
+ * than k from the cluster path, which gathers a whole bin): output positions 0 .. limit - 1
+ * (limit is k, or less where the cluster path writes the tie key's positions itself) get its
+ * first `limit` in canonical order by bucket ranks, or by the bitonic sort in `bucketed` where buckets
+ * do not spread it; -1 after the selection. `bucketed` holds composite_entries(selected)
+ * entries. Every thread must call it; the histogram and shared.sub_sizes must be zero on
+ * entry. */
 static __device__ void tree_write_output(const struct topk_problem &problem, uint32_t row,
-                                         uint64_t *selection, uint32_t selected,
+                                         uint64_t *selection, uint32_t selected, uint32_t limit,
                                          uint64_t *bucketed, tree_shared &shared,
                                          uint32_t &parity)
 {
     uint64_t *sorted = selection;
     if (selected > 1) {
-        sorted = tree_output_by_buckets(problem, row, selection, selected, bucketed, shared,
-                                        parity);
+        sorted = tree_output_by_buckets(problem, row, selection, selected, limit, bucketed,
+                                        shared, parity);
         if (!sorted) {
             PHASE_MARK(12);
             return; /* uniform: written by buckets */
@@ -1166,7 +1193,7 @@ static __device__ void tree_write_output(const struct topk_problem &problem, uin
         sort_descending<TREE_THREADS>(sorted, padded);
         PHASE_MARK(13);
     }
-    for (uint32_t j = threadIdx.x; j < problem.shape.k; j += TREE_THREADS) {
+    for (uint32_t j = threadIdx.x; j < limit; j += TREE_THREADS) {
         int32_t index = -1;
         if (j < selected)
             index = (int32_t)(0xFFFFFFFFu - (uint32_t)sorted[j]);
@@ -1324,28 +1351,33 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
     tree_write(items, mask, prefix, tree_sort_buffer, shared, parity);
     __syncthreads();
     PHASE_MARK(6);
-    tree_write_output(problem, row, tree_sort_buffer, selected,
+    tree_write_output(problem, row, tree_sort_buffer, selected, k,
                       tree_sort_buffer + composite_entries_device(k), shared, parity);
 }
 
 /* ---- Cluster path: one thread-block cluster per row ----------------------------------------
  *
  * Where the hardware has thread-block clusters (sm_90 and newer), a row of up to 16 slices is
- * one cluster of `parts` CTAs (512 threads, a slice of 8192 elements each; 16384 for rows of
- * more than 65536), launched together by the hardware and able to read each other's shared
- * memory. One kernel, no scratch, no memset, and the row is read from memory once:
+ * one cluster of `parts` CTAs (512 threads, a slice of 8192, 16384 or 32768 elements each:
+ * 16, 32 or 64 keys per thread, chosen by cluster_plan_of), launched together by the hardware
+ * and able to read each other's shared memory. One kernel, no scratch, no memset, and the row is
+ * read from memory once:
  *
  *   level 0  every CTA histograms the top 11 bits of its slice's 32-bit order keys (registers);
- *            after the cluster barrier each thread sums its four bins over the cluster's CTAs
- *            (distributed shared memory) and a block scan finds the bin of the row's k-th
- *            largest, identically in every CTA;
+ *            after the cluster barrier the row's histogram (each thread sums its four bins over
+ *            the cluster's CTAs through distributed shared memory, or by reduce-scatter for 5
+ *            CTAs or more) and a block scan find the bin of the row's k-th largest, identically
+ *            in every CTA; when that bin and everything above it fit the leader's buffer, all
+ *            of it is gathered and the output's ranking cuts it at k (no levels 1 and 2);
  *   level 1  the same over the next 11 bits of the candidates in that bin, with the minimum and
  *            maximum of their keys: when they are equal (a plateau, e.g. the 0.0 of ReLU rows)
  *            the bin is one key and the refinement stops there;
- *   level 2  the last 10 bits, when still needed;
+ *   level 2  the last 10 bits, when still needed (after level 1 too: the whole-bin gather when
+ *            the bin fits);
  *   ties     candidates equal to the threshold key are taken in index order: a CTA's quota is
  *            what the CTAs before it (lower indices) left, from their histogram counts; inside a
- *            CTA, block prefix sums over the index-ordered slice;
+ *            CTA, block prefix sums over the index-ordered slice; their output positions follow
+ *            from that rank, so each CTA writes its ties itself;
  *   gather   each CTA writes its selected (key, index) composites into the leader's (rank 0)
  *            buffer at its offset (the selected counts of the CTAs before it) plus its
  *            block-scan slot; then every CTA but the leader exits;
@@ -1387,9 +1419,34 @@ struct cluster_exchange {
 #define CLUSTER_NO_KEY 0x007FFFFFu
 static_assert(CLUSTER_NO_KEY == (TOPK_NEG_INF_BITS ^ 0xFFFFFFFFu), "order key of -inf");
 
-/* One bit per item of a thread (flags of the selection). */
+/* One bit per item of a thread (flags of the selection); items are compile-time indices, so the
+ * words live in registers. */
 template <uint32_t ITEMS>
-using cluster_mask = typename std::conditional<(ITEMS > 32), uint64_t, uint32_t>::type;
+struct cluster_flags {
+    typedef typename std::conditional<(ITEMS > 32), uint64_t, uint32_t>::type word;
+    static constexpr uint32_t BITS = 8 * sizeof(word);
+    word words[(ITEMS + BITS - 1) / BITS];
+    __device__ __forceinline__ void clear()
+    {
+#pragma unroll
+        for (uint32_t w = 0; w < sizeof(words) / sizeof(words[0]); w++)
+            words[w] = 0;
+    }
+    __device__ __forceinline__ void set(uint32_t i) { words[i / BITS] |= (word)1 << (i % BITS); }
+    __device__ __forceinline__ bool test(uint32_t i) const
+    {
+        return (words[i / BITS] >> (i % BITS)) & 1u;
+    }
+    __device__ __forceinline__ uint32_t count() const
+    {
+        uint32_t total = 0;
+#pragma unroll
+        for (uint32_t w = 0; w < sizeof(words) / sizeof(words[0]); w++)
+            total += BITS == 64 ? (uint32_t)__popcll((uint64_t)words[w])
+                                : (uint32_t)__popc((uint32_t)words[w]);
+        return total;
+    }
+};
 
 /* The CTA's slice as order keys: thread t, item 4g + j holds slice element g * 2048 + 4t + j;
  * CLUSTER_NO_KEY where there is no candidate (past the row's end, or exact -inf). */
@@ -1405,17 +1462,48 @@ static __device__ __forceinline__ void cluster_load_slice(const struct topk_prob
         keys[i] = order_key_bits(keys[i]);
 }
 
-/* Adds the candidates matching the prefix to the CTA's histogram of the digit at `shift`. */
-template <uint32_t ITEMS>
-static __device__ __forceinline__ void cluster_histogram(const uint32_t (&keys)[ITEMS],
-                                                         uint32_t mask, uint32_t prefix,
+/* Adds the candidates matching the prefix to the CTA's histogram of the digit at `shift`;
+ * key(i) gives item i of the thread (registers, then shared memory). */
+template <uint32_t ITEMS, typename Key>
+static __device__ __forceinline__ void cluster_histogram(Key key, uint32_t mask, uint32_t prefix,
                                                          uint32_t shift, uint32_t digit_mask,
                                                          uint32_t *histogram)
 {
 #pragma unroll
-    for (uint32_t i = 0; i < ITEMS; i++)
-        if (keys[i] != CLUSTER_NO_KEY && (keys[i] & mask) == prefix)
-            atomicAdd(&histogram[(keys[i] >> shift) & digit_mask], 1u);
+    for (uint32_t i = 0; i < ITEMS; i++) {
+        const uint32_t k = key(i);
+        if (k != CLUSTER_NO_KEY && (k & mask) == prefix)
+            atomicAdd(&histogram[(k >> shift) & digit_mask], 1u);
+    }
+}
+
+/* The part of the CTA's slice after its first TREE_THREADS * REGISTER_ITEMS elements, as order
+ * keys in shared memory: item j of thread t (element REGISTER_ITEMS * 512 + (j / 4) * 2048 +
+ * 4t + j % 4, the same group-major order as the registers) at shared_keys[j * 512 + t]. Loaded
+ * 16 items at a time (16 registers in flight besides the register items), each chunk added to
+ * the level-0 histogram (zeroed and published before the call) while the next one loads: the
+ * histogram of 128 keys per thread took 6.7 us after a 9.7 us load (phase timing), work that
+ * the load's memory latency can hide. */
+template <uint32_t REGISTER_ITEMS, uint32_t SHARED_ITEMS>
+static __device__ __forceinline__ void cluster_load_shared(const struct topk_problem &problem,
+                                                           uint32_t row, uint32_t first,
+                                                           uint32_t *shared_keys,
+                                                           uint32_t *histogram)
+{
+#pragma unroll 1
+    for (uint32_t chunk = 0; chunk < SHARED_ITEMS / 16; chunk++) {
+        uint32_t bits[16];
+        load_slice_bits<16>(problem, row,
+                            (uint64_t)first + TREE_THREADS * (REGISTER_ITEMS + 16 * chunk),
+                            TREE_THREADS * 16, bits);
+#pragma unroll
+        for (uint32_t j = 0; j < 16; j++) {
+            const uint32_t key = order_key_bits(bits[j]);
+            shared_keys[(16 * chunk + j) * TREE_THREADS + threadIdx.x] = key;
+            if (key != CLUSTER_NO_KEY)
+                atomicAdd(&histogram[key >> 21], 1u);
+        }
+    }
 }
 
 /* After the cluster barrier: the row's count of this thread's bins (counts[j] is bin
@@ -1608,7 +1696,9 @@ static __device__ __forceinline__ void cluster_sum_before(uint32_t limit, uint32
     }
 }
 
-template <uint32_t ITEMS>
+/* ITEMS keys per thread in registers, SHARED_ITEMS more in shared memory (after the two
+ * composite buffers; cluster_load_shared). */
+template <uint32_t ITEMS, uint32_t SHARED_ITEMS>
 static __global__ void __launch_bounds__(TREE_THREADS, ITEMS == 16 ? 2 : 1)
 k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
 {
@@ -1620,7 +1710,8 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
     const uint32_t parts = cluster.num_blocks(), part = cluster.block_rank();
     const uint32_t row = blockIdx.x / parts;
     const uint32_t k = problem.shape.k;
-    const uint32_t first = part * (TREE_THREADS * ITEMS);
+    constexpr uint32_t TOTAL = ITEMS + SHARED_ITEMS; /* items per thread */
+    const uint32_t first = part * (TREE_THREADS * TOTAL);
     /* The leader's two buffers of `capacity` entries each (cluster_buffer_entries(): twice the
      * output where shared memory allows) leave room to gather the k-th's whole bin and rank it
      * in the output stage instead of refining further. */
@@ -1631,7 +1722,10 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
      * read the level-0 counts. */
     uint32_t *const even_histogram = shared.bucket_start, *const odd_histogram = shared.sub_start;
     uint32_t parity = 0;
-    PHASE_START(ITEMS == 16 ? PHASE_CLUSTER16 : ITEMS == 32 ? PHASE_CLUSTER32 : PHASE_CLUSTER64);
+    PHASE_START(SHARED_ITEMS ? PHASE_CLUSTER128
+                             : ITEMS == 16 ? PHASE_CLUSTER16
+                             : ITEMS == 32 ? PHASE_CLUSTER32
+                                           : PHASE_CLUSTER64);
 
     for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS) {
         shared.histogram[i] = 0;
@@ -1650,12 +1744,22 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
      * level 1; the leader zeroes both again before its output stage, which needs them zero. */
     uint32_t *const slices[2] = { shared.histogram, shared.sub_sizes };
     uint32_t keys[ITEMS];
+    uint32_t *const shared_keys = reinterpret_cast<uint32_t *>(cluster_buffers + 2 * capacity);
     cluster_load_slice<ITEMS>(problem, row, first, keys);
+    /* Item i of this thread: a register, or (i >= ITEMS) shared memory. Loops over items are
+     * unrolled, so the choice is made at compile time. */
+    const auto key = [&](uint32_t i) -> uint32_t {
+        return i < ITEMS ? keys[i < ITEMS ? i : 0]
+                         : shared_keys[(i - ITEMS) * TREE_THREADS + threadIdx.x];
+    };
     __syncthreads();
-    PHASE_MARK(0);
 
-    /* Level 0: the top 11 bits over the whole row. */
-    cluster_histogram(keys, 0u, 0u, 21u, 2047u, even_histogram);
+    /* Level 0: the top 11 bits over the whole row (the shared-memory keys' as they load). */
+    if constexpr (SHARED_ITEMS > 0)
+        cluster_load_shared<ITEMS, SHARED_ITEMS>(problem, row, first, shared_keys,
+                                                 even_histogram);
+    PHASE_MARK(0);
+    cluster_histogram<ITEMS>(key, 0u, 0u, 21u, 2047u, even_histogram);
     cluster.sync();
     PHASE_MARK(1);
     const uint32_t total = cluster_level_pick(cluster, even_histogram, slices[0], 0, parts, part,
@@ -1686,11 +1790,12 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
         level = 1;
         uint32_t low = 0xFFFFFFFFu, high = 0;
 #pragma unroll
-        for (uint32_t i = 0; i < ITEMS; i++) {
-            if (keys[i] != CLUSTER_NO_KEY && (keys[i] & mask) == prefix) {
-                atomicAdd(&odd_histogram[(keys[i] >> 10) & 2047u], 1u);
-                low = keys[i] < low ? keys[i] : low;
-                high = keys[i] > high ? keys[i] : high;
+        for (uint32_t i = 0; i < TOTAL; i++) {
+            const uint32_t k_i = key(i);
+            if (k_i != CLUSTER_NO_KEY && (k_i & mask) == prefix) {
+                atomicAdd(&odd_histogram[(k_i >> 10) & 2047u], 1u);
+                low = k_i < low ? k_i : low;
+                high = k_i > high ? k_i : high;
             }
         }
         low = __reduce_min_sync(0xFFFFFFFFu, low);
@@ -1750,7 +1855,7 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
                 for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS)
                     even_histogram[i] = 0;
                 __syncthreads();
-                cluster_histogram(keys, mask, prefix, 0u, 1023u, even_histogram);
+                cluster_histogram<TOTAL>(key, mask, prefix, 0u, 1023u, even_histogram);
                 cluster.sync();
                 cluster_level_pick(cluster, even_histogram, slices[0], 0, parts, part, 1024u,
                                    remaining, shared, exchange, parity);
@@ -1764,14 +1869,18 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
         }
     }
 
-    /* Selection flags: above the prefix, or matching it and (whole, or among the first
-     * `remaining` ties of the row in index order). */
-    cluster_mask<ITEMS> flags = 0;
+    /* Selection flags: whole, every candidate matching the prefix or above; else the keys
+     * above the tie key, while the first `remaining` ties of the row in index order are written
+     * to the output here. */
+    cluster_flags<TOTAL> flags;
+    flags.clear();
     if (whole) {
 #pragma unroll
-        for (uint32_t i = 0; i < ITEMS; i++)
-            if (keys[i] != CLUSTER_NO_KEY && (keys[i] & mask) >= prefix)
-                flags |= (cluster_mask<ITEMS>)1 << i;
+        for (uint32_t i = 0; i < TOTAL; i++) {
+            const uint32_t k_i = key(i);
+            if (k_i != CLUSTER_NO_KEY && (k_i & mask) >= prefix)
+                flags.set(i);
+        }
     } else {
         uint32_t *histogram = (level & 1u) ? odd_histogram : even_histogram;
         const uint32_t mine = histogram[tie_bin];
@@ -1782,17 +1891,19 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
          * scans of two groups at a time, packed in 16-bit halves (a group holds at most 2048).
          * The first scan's barrier also publishes ties_before, so the CTA's quota is known
          * after it; each pair is flagged right after its scan (no per-group arrays). */
-        uint32_t running = 0, quota = 0;
+        uint32_t running = 0, quota = 0, before = 0;
+        gathered = k - remaining; /* the keys above the tie key; the ties are written here */
 #pragma unroll
-        for (uint32_t g = 0; g < ITEMS / 4; g += 2) {
+        for (uint32_t g = 0; g < TOTAL / 4; g += 2) {
             uint32_t pair_counts = 0;
 #pragma unroll
             for (uint32_t j = 0; j < 8; j++) {
                 const uint32_t i = 4 * g + j;
-                if (keys[i] != CLUSTER_NO_KEY) {
-                    if (keys[i] > prefix)
-                        flags |= (cluster_mask<ITEMS>)1 << i;
-                    else if (keys[i] == prefix)
+                const uint32_t k_i = key(i);
+                if (k_i != CLUSTER_NO_KEY) {
+                    if (k_i > prefix)
+                        flags.set(i);
+                    else if (k_i == prefix)
                         pair_counts += j < 4 ? 1u : 1u << 16;
                 }
             }
@@ -1800,7 +1911,7 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
             const uint32_t exclusive =
                 block_exclusive_sum_of<TREE_WARPS>(pair_counts, shared.scan, parity, pair_total);
             if (g == 0) {
-                const uint32_t before = exchange.ties_before;
+                before = exchange.ties_before;
                 quota = remaining > before ? (remaining - before < mine ? remaining - before : mine)
                                            : 0u;
             }
@@ -1810,9 +1921,17 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
                 const uint32_t i = 4 * g + j;
                 if (j == 4)
                     rank = running + (pair_total & 0xFFFFu) + (exclusive >> 16);
-                if (keys[i] != CLUSTER_NO_KEY && keys[i] == prefix) {
-                    if (rank < quota)
-                        flags |= (cluster_mask<ITEMS>)1 << i;
+                if (key(i) == prefix) { /* prefix is a candidate's key, never CLUSTER_NO_KEY */
+                    if (rank < quota) {
+                        /* The tie's output position is known: after the k - remaining keys
+                         * above it, at its rank among the row's ties in index order. Written
+                         * here, it is not gathered: a plateau of ties (the 0.0 of ReLU rows)
+                         * would be one oversized bucket of the leader's ranking. */
+                        const uint32_t element =
+                            (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
+                        write_output(problem, row, k - remaining + before + rank,
+                                     (int32_t)(first + element));
+                    }
                     rank++;
                 }
             }
@@ -1822,9 +1941,7 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
 
     /* Gather: every CTA's buffer receives the whole selection, CTA by CTA. */
     uint32_t mine;
-    uint32_t slot = block_exclusive_sum_of<TREE_WARPS>(
-        (uint32_t)(ITEMS > 32 ? __popcll((uint64_t)flags) : __popc((uint32_t)flags)), shared.scan,
-        parity, mine);
+    uint32_t slot = block_exclusive_sum_of<TREE_WARPS>(flags.count(), shared.scan, parity, mine);
     if (threadIdx.x == 0)
         exchange.selected = mine;
     PHASE_MARK(6);
@@ -1837,10 +1954,10 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
     slot += exchange.offset;
     uint64_t *leader_selection = cluster.map_shared_rank(selection, 0);
 #pragma unroll
-    for (uint32_t i = 0; i < ITEMS; i++) {
-        if ((flags >> i) & 1u) {
+    for (uint32_t i = 0; i < TOTAL; i++) {
+        if (flags.test(i)) {
             const uint32_t element = (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
-            leader_selection[slot++] = make_composite(keys[i], first + element);
+            leader_selection[slot++] = make_composite(key(i), first + element);
         }
     }
     cluster.sync(); /* the last access to another CTA's shared memory is before this barrier */
@@ -1858,7 +1975,8 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
     }
 
     /* Output by the leader alone: every other CTA has left its SM to the next cluster's. */
-    tree_write_output(problem, row, selection, gathered, bucketed, shared, parity);
+    tree_write_output(problem, row, selection, gathered, whole ? k : gathered, bucketed, shared,
+                      parity);
 #endif
 }
 
@@ -1881,7 +1999,7 @@ static size_t bitonic_fixed_smem(uint32_t k)
  * path with leaves of 2048 elements (deep trees on every shape the GPU suite tries); never keeps
  * one CTA per row everywhere. Read once per process: scratch_bytes() and launch() must agree. */
 /* DSATOPK_BITONIC_SPLIT: auto, tree, cluster (the cluster path wherever it applies, else the
- * tree), cluster16/32/64 (the same with that many keys per thread), always, never. */
+ * tree), cluster16/32/64/128 (the same with that many keys per thread), always, never. */
 enum split_mode {
     SPLIT_AUTO,
     SPLIT_TREE,
@@ -1889,6 +2007,7 @@ enum split_mode {
     SPLIT_CLUSTER16,
     SPLIT_CLUSTER32,
     SPLIT_CLUSTER64,
+    SPLIT_CLUSTER128,
     SPLIT_ALWAYS,
     SPLIT_NEVER,
     SPLIT_INVALID
@@ -1912,6 +2031,8 @@ static enum split_mode split_mode_now(void)
             mode = SPLIT_CLUSTER32;
         else if (strcmp(text, "cluster64") == 0)
             mode = SPLIT_CLUSTER64;
+        else if (strcmp(text, "cluster128") == 0)
+            mode = SPLIT_CLUSTER128;
         else if (strcmp(text, "always") == 0)
             mode = SPLIT_ALWAYS;
         else if (strcmp(text, "never") == 0)
@@ -2055,20 +2176,31 @@ static bool cluster_kernel_built(void)
     return highest >= 900;
 }
 
-/* Static shared memory of the cluster kernel plus its two composite buffers of `entries`. */
-static size_t cluster_smem_total(size_t entries)
+/* Keys per thread of the cluster path that live in shared memory: slices of 65536 hold 64 of
+ * their 128 keys per thread there (registers cap out near 64 keys). */
+static uint32_t cluster_shared_items(uint32_t items)
 {
-    return sizeof(tree_shared) + sizeof(cluster_exchange) + 2 * entries * sizeof(uint64_t);
+    return items > 4 * TREE_ITEMS ? items - 4 * TREE_ITEMS : 0u;
+}
+
+/* Static shared memory of the cluster kernel plus its two composite buffers of `entries` and
+ * the keys it keeps in shared memory with `items` keys per thread. */
+static size_t cluster_smem_total(size_t entries, uint32_t items)
+{
+    return sizeof(tree_shared) + sizeof(cluster_exchange) + 2 * entries * sizeof(uint64_t) +
+           (size_t)cluster_shared_items(items) * TREE_THREADS * sizeof(uint32_t);
 }
 
 /* Entries of each of the cluster kernel's two composite buffers: twice the output's where the
  * device's shared memory per block allows (the leader may then gather a whole bin), else the
  * output's (composite_entries(k), the least the kernel needs). */
-static size_t cluster_buffer_entries(const struct gpu_device_info *device, uint32_t k)
+static size_t cluster_buffer_entries(const struct gpu_device_info *device, uint32_t k,
+                                     uint32_t items)
 {
     const size_t doubled = 2 * (size_t)composite_entries(k);
-    return cluster_smem_total(doubled) <= device->smem_per_block_optin ? doubled
-                                                                      : composite_entries(k);
+    return cluster_smem_total(doubled, items) <= device->smem_per_block_optin
+               ? doubled
+               : composite_entries(k);
 }
 
 /* CTAs of clusters of `parts` that auto lets run in one wave: one per SM (measured on the
@@ -2081,29 +2213,35 @@ static uint64_t cluster_wave(const struct gpu_device_info *device, uint64_t part
 }
 
 /* Where the cluster path runs (modes auto and cluster*): a device and a build with clusters, k up
- * to TREE_MAX_K, rows of at most 16 slices of 8192, 16384 or 32768 elements (16, 32 or 64 keys
- * per thread: the first that cuts the row into few enough slices); auto also needs the grid to
- * fit one wave (cluster_wave), mode cluster takes every such shape (tests), cluster16/32/64
- * only that many keys per thread. False elsewhere (the tree path runs). */
+ * to TREE_MAX_K, rows of at most 16 slices of 8192, 16384, 32768 or 65536 elements (16, 32, 64
+ * or 128 keys per thread, the last half in shared memory: the first that cuts the row into few
+ * enough slices); auto also needs the grid to fit one wave (cluster_wave), mode cluster takes
+ * every such shape (tests), cluster16/32/64/128 only that many keys per thread. False elsewhere
+ * (the tree path runs). */
 static bool cluster_plan_of(const struct gpu_device_info *device, const struct topk_shape *shape,
                             enum split_mode mode, struct cluster_plan *plan)
 {
     uint32_t forced = 0;
-    if (mode == SPLIT_CLUSTER16 || mode == SPLIT_CLUSTER32 || mode == SPLIT_CLUSTER64)
-        forced = mode == SPLIT_CLUSTER16 ? 16u : mode == SPLIT_CLUSTER32 ? 32u : 64u;
+    if (mode == SPLIT_CLUSTER16 || mode == SPLIT_CLUSTER32 || mode == SPLIT_CLUSTER64 ||
+        mode == SPLIT_CLUSTER128)
+        forced = mode == SPLIT_CLUSTER16   ? 16u
+                 : mode == SPLIT_CLUSTER32 ? 32u
+                 : mode == SPLIT_CLUSTER64 ? 64u
+                                           : 128u;
     else if (mode != SPLIT_AUTO && mode != SPLIT_CLUSTER)
         return false;
     if (!cluster_kernel_built() || device->cc_major < 9)
         return false;
     if (shape->rows == 0 || shape->k == 0 || shape->k > TREE_MAX_K || shape->max_length < 0)
         return false;
-    if (cluster_smem_total(composite_entries(shape->k)) > device->smem_per_block_optin)
-        return false;
     const uint64_t length = (uint64_t)shape->max_length;
-    static const uint32_t items_choices[] = { TREE_ITEMS, 2 * TREE_ITEMS, 4 * TREE_ITEMS };
+    static const uint32_t items_choices[] = { TREE_ITEMS, 2 * TREE_ITEMS, 4 * TREE_ITEMS,
+                                              8 * TREE_ITEMS };
     for (size_t c = 0; c < sizeof(items_choices) / sizeof(items_choices[0]); c++) {
         const uint32_t items = items_choices[c];
         if (forced && items != forced)
+            continue;
+        if (cluster_smem_total(composite_entries(shape->k), items) > device->smem_per_block_optin)
             continue;
         const uint64_t slice = (uint64_t)TREE_THREADS * items;
         uint64_t parts = (length + slice - 1) / slice;
@@ -2131,6 +2269,8 @@ static bool cluster_plan_of(const struct gpu_device_info *device, const struct t
         const uint64_t slice = (uint64_t)TREE_THREADS * 4u * TREE_ITEMS;
         const uint64_t parts = length ? (length + slice - 1) / slice : 1u;
         if (parts <= CLUSTER_MAX_PARTS &&
+            cluster_smem_total(composite_entries(shape->k), 4u * TREE_ITEMS) <=
+                device->smem_per_block_optin &&
             (uint64_t)shape->rows * parts <= 2u * cluster_wave(device, parts)) {
             plan->items = 4u * TREE_ITEMS;
             plan->parts = (uint32_t)parts;
@@ -2142,18 +2282,20 @@ static bool cluster_plan_of(const struct gpu_device_info *device, const struct t
 
 /* Launches the cluster kernel; returns 1 (launching nothing) when no cluster of that size fits
  * on the device (the caller runs the tree path), 0 when launched. */
-template <uint32_t ITEMS>
+template <uint32_t ITEMS, uint32_t SHARED_ITEMS>
 static int cluster_launch_items(const struct topk_problem *problem,
                                 const struct gpu_device_info *device, uint32_t parts,
                                 cudaStream_t stream, struct audit_error *err)
 {
-    const uint32_t capacity = (uint32_t)cluster_buffer_entries(device, problem->shape.k);
-    const size_t smem = 2 * (size_t)capacity * sizeof(uint64_t);
-    CUDA_TRY(cudaFuncSetAttribute(k_cluster_topk<ITEMS>,
+    const uint32_t capacity =
+        (uint32_t)cluster_buffer_entries(device, problem->shape.k, ITEMS + SHARED_ITEMS);
+    const size_t smem = 2 * (size_t)capacity * sizeof(uint64_t) +
+                        (size_t)SHARED_ITEMS * TREE_THREADS * sizeof(uint32_t);
+    CUDA_TRY(cudaFuncSetAttribute(k_cluster_topk<ITEMS, SHARED_ITEMS>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
              err);
     if (parts > CLUSTER_PORTABLE_PARTS)
-        CUDA_TRY(cudaFuncSetAttribute(k_cluster_topk<ITEMS>,
+        CUDA_TRY(cudaFuncSetAttribute(k_cluster_topk<ITEMS, SHARED_ITEMS>,
                                       cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                  err);
     cudaLaunchAttribute attribute = {};
@@ -2169,10 +2311,10 @@ static int cluster_launch_items(const struct topk_problem *problem,
     config.attrs = &attribute;
     config.numAttrs = 1;
     int clusters = 0;
-    CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, k_cluster_topk<ITEMS>, &config), err);
+    CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, k_cluster_topk<ITEMS, SHARED_ITEMS>, &config), err);
     if (clusters < 1)
         return 1;
-    CUDA_TRY(cudaLaunchKernelEx(&config, k_cluster_topk<ITEMS>, *problem, capacity), err);
+    CUDA_TRY(cudaLaunchKernelEx(&config, k_cluster_topk<ITEMS, SHARED_ITEMS>, *problem, capacity), err);
     CUDA_TRY(cudaGetLastError(), err);
     return 0;
 }
@@ -2182,10 +2324,13 @@ static int cluster_launch(const struct topk_problem *problem, const struct gpu_d
                           struct audit_error *err)
 {
     if (plan->items == TREE_ITEMS)
-        return cluster_launch_items<TREE_ITEMS>(problem, device, plan->parts, stream, err);
+        return cluster_launch_items<TREE_ITEMS, 0>(problem, device, plan->parts, stream, err);
     if (plan->items == 2 * TREE_ITEMS)
-        return cluster_launch_items<2 * TREE_ITEMS>(problem, device, plan->parts, stream, err);
-    return cluster_launch_items<4 * TREE_ITEMS>(problem, device, plan->parts, stream, err);
+        return cluster_launch_items<2 * TREE_ITEMS, 0>(problem, device, plan->parts, stream, err);
+    if (plan->items == 4 * TREE_ITEMS)
+        return cluster_launch_items<4 * TREE_ITEMS, 0>(problem, device, plan->parts, stream, err);
+    return cluster_launch_items<4 * TREE_ITEMS, 4 * TREE_ITEMS>(problem, device, plan->parts,
+                                                               stream, err);
 }
 
 static int bitonic_supports(const struct gpu_device_info *device, const struct topk_shape *shape,
@@ -2193,7 +2338,7 @@ static int bitonic_supports(const struct gpu_device_info *device, const struct t
 {
     if (split_mode_now() == SPLIT_INVALID) {
         snprintf(reason, reason_bytes,
-                 "DSATOPK_BITONIC_SPLIT=%s: expected auto, tree, cluster, cluster16, cluster32, cluster64, always or never", split_env_text());
+                 "DSATOPK_BITONIC_SPLIT=%s: expected auto, tree, cluster, cluster16, cluster32, cluster64, cluster128, always or never", split_env_text());
         return 0;
     }
     if (!topk_built_for(device, reason, reason_bytes))
@@ -2270,7 +2415,7 @@ static int bitonic_launch(const struct topk_problem *problem, const struct gpu_d
     if (split_mode_now() == SPLIT_INVALID)
         return audit_fail(err, AUDIT_EUSAGE,
                           "bitonic: DSATOPK_BITONIC_SPLIT=%s: expected auto, tree, cluster, cluster16, "
-                          "cluster32, cluster64, always or never",
+                          "cluster32, cluster64, cluster128, always or never",
                           split_env_text());
     if (!bitonic_supports(device, shape, reason, sizeof(reason)))
         return audit_fail(err, AUDIT_EUNSUPPORTED, "bitonic: %s", reason);

@@ -119,13 +119,14 @@ void noise_destroy(struct noise_state *state);
 #ifdef DSATOPK_PHASE_TIMING
 /* Measurement builds only (kernels/phase_timing.cuh): the bitonic kernels' cycles from a CTA's
  * start to each mark, summed over the CTAs that reached it. */
-enum { PHASE_KERNELS = 5, PHASE_MARKS = 16 };
+enum { PHASE_KERNELS = 6, PHASE_MARKS = 16 };
 enum {
     PHASE_CLUSTER16 = 0,
     PHASE_CLUSTER32 = 1,
     PHASE_TREE = 2,
     PHASE_TREE_HISTOGRAM = 3,
-    PHASE_CLUSTER64 = 4
+    PHASE_CLUSTER64 = 4,
+    PHASE_CLUSTER128 = 5
 };
 struct phase_table {
     unsigned long long cycles[PHASE_KERNELS][PHASE_MARKS];

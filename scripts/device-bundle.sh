@@ -31,7 +31,7 @@ for variant in s2; do
 done
 mkdir -p device-bundle/plugins
 cp "$build_dir"/tests/plugins/*.so device-bundle/plugins/
-cjson=$(ldconfig -p | awk '/libcjson.so.1 /{print $NF; exit}')
+cjson=$(ldconfig -p | awk '/libcjson.so.1 /{found = $NF} END {print found}')
 cp -L "$cjson" device-bundle/lib/libcjson.so.1
 cat > device-bundle/env.sh <<'ENV'
 # Source on the GPU machine from the repository root.

@@ -53,17 +53,39 @@ for s in $steps; do
             --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
         ;;
     cluster)
-        # bitonic's cluster path: as auto chooses it (rows of 2-16 slices), forced on every shape
-        # (rows of one slice too), the tree path alone for comparison, and the sanitizers.
-        step gpu-suite-auto 300 test_gpu_backends --backend bitonic
-        step gpu-suite-cluster 300 env DSATOPK_BITONIC_SPLIT=cluster test_gpu_backends --backend bitonic
-        step gpu-suite-tree 300 env DSATOPK_BITONIC_SPLIT=tree test_gpu_backends --backend bitonic --quick
-        step memcheck-cluster 150 env DSATOPK_BITONIC_SPLIT=cluster compute-sanitizer --tool memcheck \
+        # bitonic's cluster path: as auto chooses it, forced on every shape (rows of one slice
+        # too), with 16, 32 and 64 keys per thread, the tree path alone for comparison; clusters
+        # of 3-16 CTAs through --longest; the sanitizers.
+        for mode in auto cluster cluster16 cluster32 cluster64 cluster128 tree; do
+            step "gpu-suite-$mode" 300 env DSATOPK_BITONIC_SPLIT=$mode test_gpu_backends --backend bitonic
+        done
+        for n in 20000 40000 57000; do
+            step "longest-$n" 100 env DSATOPK_BITONIC_SPLIT=cluster test_gpu_backends --backend bitonic --quick --longest $n
+        done
+        for n in 70000 100000 200000; do
+            step "longest64-$n" 100 env DSATOPK_BITONIC_SPLIT=cluster64 test_gpu_backends --backend bitonic --quick --longest $n
+        done
+        for n in 100000 150000 300000; do
+            step "longest128-$n" 100 env DSATOPK_BITONIC_SPLIT=cluster128 test_gpu_backends --backend bitonic --quick --longest $n
+        done
+        step memcheck-cluster 200 env DSATOPK_BITONIC_SPLIT=cluster compute-sanitizer --tool memcheck \
             --error-exitcode 9 test_gpu_backends --backend bitonic --quick
-        step initcheck-cluster 150 env DSATOPK_BITONIC_SPLIT=cluster compute-sanitizer --tool initcheck \
+        step memcheck-cluster64 200 env DSATOPK_BITONIC_SPLIT=cluster64 compute-sanitizer --tool memcheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --quick
+        step memcheck-cluster128 200 env DSATOPK_BITONIC_SPLIT=cluster128 compute-sanitizer --tool memcheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --quick
+        step initcheck-cluster128 200 env DSATOPK_BITONIC_SPLIT=cluster128 compute-sanitizer --tool initcheck \
             --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
-        step racecheck-cluster 150 env DSATOPK_BITONIC_SPLIT=cluster compute-sanitizer --tool racecheck \
+        step racecheck-cluster128 240 env DSATOPK_BITONIC_SPLIT=cluster128 compute-sanitizer --tool racecheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 2048
+        step initcheck-cluster 200 env DSATOPK_BITONIC_SPLIT=cluster compute-sanitizer --tool initcheck \
             --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        step racecheck-cluster 240 env DSATOPK_BITONIC_SPLIT=cluster compute-sanitizer --tool racecheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 2048
+        step racecheck-cluster64 240 env DSATOPK_BITONIC_SPLIT=cluster64 compute-sanitizer --tool racecheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        step racecheck-tree 240 env DSATOPK_BITONIC_SPLIT=tree compute-sanitizer --tool racecheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 2048
         ;;
     phases)
         # Where the bitonic kernels' CTAs spend a call (the measurement build of

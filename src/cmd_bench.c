@@ -278,7 +278,8 @@ error:
 static void print_phases(void)
 {
     static const char *const kernels[PHASE_KERNELS] = { "cluster16", "cluster32", "tree",
-                                                        "tree_histogram", "cluster64" };
+                                                        "tree_histogram", "cluster64",
+                                                        "cluster128" };
     struct phase_table table;
     struct audit_error err = { 0 };
     int clock_khz = 0;

@@ -61,13 +61,21 @@ static void test_bitonic_paths_on_h200(void **state)
                            "cluster per row: 2 blocks of 32768 elements"));
     assert_non_null(strstr(bitonic_reason(&device, 1, 300000, 2048),
                            "cluster per row: 10 blocks of 32768 elements"));
-    /* No cut in one wave: slices of 32768 in two waves, else the tree. */
+    /* Slices of 65536 (half their keys in shared memory), at k up to 4096. */
     assert_non_null(strstr(bitonic_reason(&device, 64, 131072, 2048),
-                           "cluster per row: 4 blocks of 32768 elements"));
+                           "cluster per row: 2 blocks of 65536 elements"));
+    assert_non_null(strstr(bitonic_reason(&device, 64, 131072, 4096),
+                           "cluster per row: 2 blocks of 65536 elements"));
+    assert_non_null(strstr(bitonic_reason(&device, 1, 600000, 2048),
+                           "cluster per row: 10 blocks of 65536 elements"));
+    /* No cut in one wave: slices of 32768 in two waves, else the tree. */
+    assert_non_null(strstr(bitonic_reason(&device, 200, 32768, 2048),
+                           "cluster per row: 1 block of 32768 elements"));
+    assert_non_null(strstr(bitonic_reason(&device, 64, 262144, 2048), "leaves of 8192"));
     assert_non_null(strstr(bitonic_reason(&device, 128, 131072, 2048), "leaves of 8192"));
     assert_non_null(strstr(bitonic_reason(&device, 300, 8192, 512), "leaves of 8192"));
-    /* Longer than 16 slices of 32768: the tree. */
-    assert_non_null(strstr(bitonic_reason(&device, 1, 600000, 2048), "leaves of 8192"));
+    /* Longer than 16 slices of 65536: the tree. */
+    assert_non_null(strstr(bitonic_reason(&device, 1, 1100000, 2048), "leaves of 8192"));
     /* k above 4096: one CTA per row. */
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 8192), "one block per row"));
 }
