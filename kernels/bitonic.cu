@@ -2013,32 +2013,22 @@ enum split_mode {
     SPLIT_INVALID
 };
 
+/* The knob's values, in enum order. */
+static const char *const split_mode_names[SPLIT_INVALID] = {
+    "auto", "tree", "cluster", "cluster16", "cluster32", "cluster64", "cluster128", "always", "never",
+};
+#define SPLIT_VALUES "auto, tree, cluster, cluster16, cluster32, cluster64, cluster128, always or never"
+
 static enum split_mode split_mode_now(void)
 {
     static std::atomic<int> cached(-1);
     int mode = cached.load(std::memory_order_relaxed);
     if (mode < 0) {
         const char *text = getenv("DSATOPK_BITONIC_SPLIT");
-        if (!text || !*text || strcmp(text, "auto") == 0)
-            mode = SPLIT_AUTO;
-        else if (strcmp(text, "tree") == 0)
-            mode = SPLIT_TREE;
-        else if (strcmp(text, "cluster") == 0)
-            mode = SPLIT_CLUSTER;
-        else if (strcmp(text, "cluster16") == 0)
-            mode = SPLIT_CLUSTER16;
-        else if (strcmp(text, "cluster32") == 0)
-            mode = SPLIT_CLUSTER32;
-        else if (strcmp(text, "cluster64") == 0)
-            mode = SPLIT_CLUSTER64;
-        else if (strcmp(text, "cluster128") == 0)
-            mode = SPLIT_CLUSTER128;
-        else if (strcmp(text, "always") == 0)
-            mode = SPLIT_ALWAYS;
-        else if (strcmp(text, "never") == 0)
-            mode = SPLIT_NEVER;
-        else
-            mode = SPLIT_INVALID;
+        mode = (!text || !*text) ? SPLIT_AUTO : SPLIT_INVALID;
+        for (int m = 0; text && *text && m < SPLIT_INVALID; m++)
+            if (strcmp(text, split_mode_names[m]) == 0)
+                mode = m;
         cached.store(mode, std::memory_order_relaxed); /* every racing thread stores the same */
     }
     return (enum split_mode)mode;
@@ -2221,13 +2211,9 @@ static uint64_t cluster_wave(const struct gpu_device_info *device, uint64_t part
 static bool cluster_plan_of(const struct gpu_device_info *device, const struct topk_shape *shape,
                             enum split_mode mode, struct cluster_plan *plan)
 {
-    uint32_t forced = 0;
-    if (mode == SPLIT_CLUSTER16 || mode == SPLIT_CLUSTER32 || mode == SPLIT_CLUSTER64 ||
-        mode == SPLIT_CLUSTER128)
-        forced = mode == SPLIT_CLUSTER16   ? 16u
-                 : mode == SPLIT_CLUSTER32 ? 32u
-                 : mode == SPLIT_CLUSTER64 ? 64u
-                                           : 128u;
+    uint32_t forced = 0; /* cluster16 .. cluster128: 16 << (mode - SPLIT_CLUSTER16) keys */
+    if (mode >= SPLIT_CLUSTER16 && mode <= SPLIT_CLUSTER128)
+        forced = TREE_ITEMS << (mode - SPLIT_CLUSTER16);
     else if (mode != SPLIT_AUTO && mode != SPLIT_CLUSTER)
         return false;
     if (!cluster_kernel_built() || device->cc_major < 9)
@@ -2338,7 +2324,7 @@ static int bitonic_supports(const struct gpu_device_info *device, const struct t
 {
     if (split_mode_now() == SPLIT_INVALID) {
         snprintf(reason, reason_bytes,
-                 "DSATOPK_BITONIC_SPLIT=%s: expected auto, tree, cluster, cluster16, cluster32, cluster64, cluster128, always or never", split_env_text());
+                 "DSATOPK_BITONIC_SPLIT=%s: expected " SPLIT_VALUES, split_env_text());
         return 0;
     }
     if (!topk_built_for(device, reason, reason_bytes))
@@ -2414,8 +2400,7 @@ static int bitonic_launch(const struct topk_problem *problem, const struct gpu_d
         return 0; /* nothing to write */
     if (split_mode_now() == SPLIT_INVALID)
         return audit_fail(err, AUDIT_EUSAGE,
-                          "bitonic: DSATOPK_BITONIC_SPLIT=%s: expected auto, tree, cluster, cluster16, "
-                          "cluster32, cluster64, cluster128, always or never",
+                          "bitonic: DSATOPK_BITONIC_SPLIT=%s: expected " SPLIT_VALUES,
                           split_env_text());
     if (!bitonic_supports(device, shape, reason, sizeof(reason)))
         return audit_fail(err, AUDIT_EUNSUPPORTED, "bitonic: %s", reason);

@@ -54,38 +54,29 @@ for s in $steps; do
         ;;
     cluster)
         # bitonic's cluster path: as auto chooses it, forced on every shape (rows of one slice
-        # too), with 16, 32 and 64 keys per thread, the tree path alone for comparison; clusters
+        # too), with 16, 32, 64 and 128 keys per thread, the tree path alone for comparison; clusters
         # of 3-16 CTAs through --longest; the sanitizers.
         for mode in auto cluster cluster16 cluster32 cluster64 cluster128 tree; do
             step "gpu-suite-$mode" 300 env DSATOPK_BITONIC_SPLIT=$mode test_gpu_backends --backend bitonic
         done
-        for n in 20000 40000 57000; do
-            step "longest-$n" 100 env DSATOPK_BITONIC_SPLIT=cluster test_gpu_backends --backend bitonic --quick --longest $n
+        for run in cluster:20000 cluster:40000 cluster:57000 cluster64:70000 cluster64:100000 \
+                   cluster64:200000 cluster128:100000 cluster128:150000 cluster128:300000; do
+            step "longest-${run%%:*}-${run##*:}" 100 env DSATOPK_BITONIC_SPLIT=${run%%:*} \
+                test_gpu_backends --backend bitonic --quick --longest "${run##*:}"
         done
-        for n in 70000 100000 200000; do
-            step "longest64-$n" 100 env DSATOPK_BITONIC_SPLIT=cluster64 test_gpu_backends --backend bitonic --quick --longest $n
+        for mode in cluster cluster64 cluster128; do
+            step "memcheck-$mode" 200 env DSATOPK_BITONIC_SPLIT=$mode compute-sanitizer \
+                --tool memcheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick
         done
-        for n in 100000 150000 300000; do
-            step "longest128-$n" 100 env DSATOPK_BITONIC_SPLIT=cluster128 test_gpu_backends --backend bitonic --quick --longest $n
+        for mode in cluster cluster128; do
+            step "initcheck-$mode" 200 env DSATOPK_BITONIC_SPLIT=$mode compute-sanitizer \
+                --tool initcheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
         done
-        step memcheck-cluster 200 env DSATOPK_BITONIC_SPLIT=cluster compute-sanitizer --tool memcheck \
-            --error-exitcode 9 test_gpu_backends --backend bitonic --quick
-        step memcheck-cluster64 200 env DSATOPK_BITONIC_SPLIT=cluster64 compute-sanitizer --tool memcheck \
-            --error-exitcode 9 test_gpu_backends --backend bitonic --quick
-        step memcheck-cluster128 200 env DSATOPK_BITONIC_SPLIT=cluster128 compute-sanitizer --tool memcheck \
-            --error-exitcode 9 test_gpu_backends --backend bitonic --quick
-        step initcheck-cluster128 200 env DSATOPK_BITONIC_SPLIT=cluster128 compute-sanitizer --tool initcheck \
-            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
-        step racecheck-cluster128 240 env DSATOPK_BITONIC_SPLIT=cluster128 compute-sanitizer --tool racecheck \
-            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 2048
-        step initcheck-cluster 200 env DSATOPK_BITONIC_SPLIT=cluster compute-sanitizer --tool initcheck \
-            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
-        step racecheck-cluster 240 env DSATOPK_BITONIC_SPLIT=cluster compute-sanitizer --tool racecheck \
-            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 2048
-        step racecheck-cluster64 240 env DSATOPK_BITONIC_SPLIT=cluster64 compute-sanitizer --tool racecheck \
-            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
-        step racecheck-tree 240 env DSATOPK_BITONIC_SPLIT=tree compute-sanitizer --tool racecheck \
-            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 2048
+        for run in cluster:2048 cluster64:100 cluster128:2048 tree:2048; do
+            step "racecheck-${run%%:*}" 240 env DSATOPK_BITONIC_SPLIT=${run%%:*} compute-sanitizer \
+                --tool racecheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick \
+                --k "${run##*:}"
+        done
         ;;
     phases)
         # Where the bitonic kernels' CTAs spend a call (the measurement build of

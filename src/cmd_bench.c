@@ -161,6 +161,56 @@ done:
     return status;
 }
 
+/* Times `replays` replays of graph_exec on stream with CUDA events, each divided by the
+ * `launches` in the graph, into samples (sorted ascending on return). Before each replay,
+ * untimed, `flush_bytes` of `flush` are overwritten (so that no launch finds its inputs in the
+ * L2), unless flush is NULL. */
+static int time_replays(cudaGraphExec_t graph_exec, cudaStream_t stream, uint32_t launches,
+                        unsigned long long replays, void *flush, size_t flush_bytes,
+                        double *samples, struct audit_error *err)
+{
+    cudaEvent_t start = NULL, stop = NULL;
+    int status = AUDIT_OK;
+    CUDA_CHECK_GOTO(cudaEventCreate(&start), err, status, done);
+    CUDA_CHECK_GOTO(cudaEventCreate(&stop), err, status, done);
+    for (unsigned long long i = 0; i < replays; i++) {
+        float milliseconds = 0;
+        if (flush)
+            CUDA_CHECK_GOTO(cudaMemsetAsync(flush, (int)(i & 0xff), flush_bytes, stream), err,
+                            status, done);
+        CUDA_CHECK_GOTO(cudaEventRecord(start, stream), err, status, done);
+        CUDA_CHECK_GOTO(cudaGraphLaunch(graph_exec, stream), err, status, done);
+        CUDA_CHECK_GOTO(cudaEventRecord(stop, stream), err, status, done);
+        CUDA_CHECK_GOTO(cudaEventSynchronize(stop), err, status, done);
+        CUDA_CHECK_GOTO(cudaEventElapsedTime(&milliseconds, start, stop), err, status, done);
+        samples[i] = milliseconds * 1e3 / launches;
+    }
+    qsort(samples, replays, sizeof(double), compare_double);
+done:
+    if (start)
+        cudaEventDestroy(start);
+    if (stop)
+        cudaEventDestroy(stop);
+    return status;
+}
+
+/* Ends a capture that an error interrupted, and frees what a timing function built. */
+static void graph_cleanup(cudaStream_t stream, bool capturing, cudaGraphExec_t graph_exec,
+                          cudaGraph_t graph)
+{
+    if (capturing) {
+        cudaGraph_t abandoned = NULL;
+        if (cudaStreamEndCapture(stream, &abandoned) == cudaSuccess && abandoned)
+            cudaGraphDestroy(abandoned);
+    }
+    if (graph_exec)
+        cudaGraphExecDestroy(graph_exec);
+    if (graph)
+        cudaGraphDestroy(graph);
+    if (stream)
+        cudaStreamDestroy(stream);
+}
+
 /* The time of one empty kernel in the graph method (median over 100 replays of a graph of 100
  * launches): what every call pays before it does anything. */
 static int measure_empty_kernel(double *microseconds, struct audit_error *err)
@@ -169,13 +219,10 @@ static int measure_empty_kernel(double *microseconds, struct audit_error *err)
     cudaStream_t stream = NULL;
     cudaGraph_t graph = NULL;
     cudaGraphExec_t graph_exec = NULL;
-    cudaEvent_t start = NULL, stop = NULL;
     double samples[REPLAYS];
     bool capturing = false;
     int status = AUDIT_OK;
     CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), err, status, done);
-    CUDA_CHECK_GOTO(cudaEventCreate(&start), err, status, done);
-    CUDA_CHECK_GOTO(cudaEventCreate(&stop), err, status, done);
     CUDA_CHECK_GOTO(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), err, status,
                     done);
     capturing = true;
@@ -186,34 +233,12 @@ static int measure_empty_kernel(double *microseconds, struct audit_error *err)
     if (status != AUDIT_OK)
         goto done;
     CUDA_CHECK_GOTO(cudaGraphInstantiate(&graph_exec, graph, 0), err, status, done);
-    CUDA_CHECK_GOTO(cudaGraphLaunch(graph_exec, stream), err, status, done);
-    for (int i = 0; i < REPLAYS; i++) {
-        float milliseconds = 0;
-        CUDA_CHECK_GOTO(cudaEventRecord(start, stream), err, status, done);
-        CUDA_CHECK_GOTO(cudaGraphLaunch(graph_exec, stream), err, status, done);
-        CUDA_CHECK_GOTO(cudaEventRecord(stop, stream), err, status, done);
-        CUDA_CHECK_GOTO(cudaEventSynchronize(stop), err, status, done);
-        CUDA_CHECK_GOTO(cudaEventElapsedTime(&milliseconds, start, stop), err, status, done);
-        samples[i] = milliseconds * 1e3 / LAUNCHES;
-    }
-    qsort(samples, REPLAYS, sizeof(double), compare_double);
-    *microseconds = samples[REPLAYS / 2];
+    CUDA_CHECK_GOTO(cudaGraphLaunch(graph_exec, stream), err, status, done); /* warm-up */
+    status = time_replays(graph_exec, stream, LAUNCHES, REPLAYS, NULL, 0, samples, err);
+    if (status == AUDIT_OK)
+        *microseconds = samples[REPLAYS / 2];
 done:
-    if (capturing) {
-        cudaGraph_t abandoned = NULL;
-        if (cudaStreamEndCapture(stream, &abandoned) == cudaSuccess && abandoned)
-            cudaGraphDestroy(abandoned);
-    }
-    if (graph_exec)
-        cudaGraphExecDestroy(graph_exec);
-    if (graph)
-        cudaGraphDestroy(graph);
-    if (start)
-        cudaEventDestroy(start);
-    if (stop)
-        cudaEventDestroy(stop);
-    if (stream)
-        cudaStreamDestroy(stream);
+    graph_cleanup(stream, capturing, graph_exec, graph);
     return status;
 }
 
@@ -389,44 +414,24 @@ static int bench_time_backend(const struct topk_backend *backend, const struct t
         status = audit_fail(err, AUDIT_ENOMEM, "out of memory");
         goto done;
     }
-    for (unsigned long long i = 0; i < options->replays; i++) {
-        float milliseconds = 0;
-        /* Each launch of a replay reads its own copy, and the L2 is overwritten before each
-         * replay (untimed), so no launch finds its scores in the cache. */
-        CUDA_CHECK_GOTO(cudaMemsetAsync(buffers->l2_flush, (int)(i & 0xff), buffers->l2_flush_bytes,
-                                        stream),
-                        err, status, done);
-        CUDA_CHECK_GOTO(cudaEventRecord(start, stream), err, status, done);
-        CUDA_CHECK_GOTO(cudaGraphLaunch(graph_exec, stream), err, status, done);
-        CUDA_CHECK_GOTO(cudaEventRecord(stop, stream), err, status, done);
-        CUDA_CHECK_GOTO(cudaEventSynchronize(stop), err, status, done);
-        CUDA_CHECK_GOTO(cudaEventElapsedTime(&milliseconds, start, stop), err, status, done);
-        samples[i] = milliseconds * 1e3 / launches;
-    }
-    qsort(samples, options->replays, sizeof(double), compare_double);
+    /* Each launch of a replay reads its own copy, and the L2 is overwritten before each replay
+     * (untimed), so no launch finds its scores in the cache. */
+    status = time_replays(graph_exec, stream, launches, options->replays, buffers->l2_flush,
+                          buffers->l2_flush_bytes, samples, err);
+    if (status != AUDIT_OK)
+        goto done;
     timing->median_us = samples[options->replays / 2];
     timing->min_us = samples[0];
     timing->max_us = samples[options->replays - 1];
     timing->launches_per_replay = launches;
     timing->replays = options->replays;
 done:
-    if (capturing) {
-        cudaGraph_t abandoned = NULL;
-        cudaStreamEndCapture(stream, &abandoned);
-        if (abandoned)
-            cudaGraphDestroy(abandoned);
-    }
+    graph_cleanup(stream, capturing, graph_exec, graph);
     free(samples);
-    if (graph_exec)
-        cudaGraphExecDestroy(graph_exec);
-    if (graph)
-        cudaGraphDestroy(graph);
     if (start)
         cudaEventDestroy(start);
     if (stop)
         cudaEventDestroy(stop);
-    if (stream)
-        cudaStreamDestroy(stream);
     cudaFree(scratch);
     return status;
 }

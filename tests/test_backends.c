@@ -127,12 +127,46 @@ static void test_bitonic_scratch_keeps_the_fallback(void **state)
     assert_int_equal(bitonic->scratch_bytes(&device, &single), 0); /* one leaf: none */
 }
 
+/* The testing knob (tests/meson.build runs this program once per value): each value picks its
+ * path, an unknown one is refused with the value named. */
+static void test_bitonic_split_knob(void **state)
+{
+    (void)state;
+    const char *mode = getenv("DSATOPK_BITONIC_SPLIT");
+    if (!mode)
+        skip();
+    const struct topk_backend *bitonic = topk_backend_find("bitonic");
+    const struct gpu_device_info device = test_h200();
+    struct topk_shape shape = shape_of(64, 131072, 2048);
+    char reason[512] = "";
+    const int supported = bitonic->supports(&device, &shape, reason, sizeof(reason));
+    if (strcmp(mode, "cluster128") == 0) {
+        assert_int_equal(supported, 1);
+        assert_non_null(strstr(reason, "2 blocks of 65536 elements"));
+    } else if (strcmp(mode, "cluster16") == 0) {
+        assert_int_equal(supported, 1); /* 16 slices of 8192: more than 8, so the tree */
+        assert_non_null(strstr(reason, "leaves of 8192"));
+    } else if (strcmp(mode, "tree") == 0) {
+        assert_int_equal(supported, 1);
+        assert_non_null(strstr(reason, "leaves of 8192"));
+    } else if (strcmp(mode, "never") == 0) {
+        assert_int_equal(supported, 1);
+        assert_non_null(strstr(reason, "one block per row"));
+    } else {
+        assert_int_equal(supported, 0);
+        assert_non_null(strstr(reason, "DSATOPK_BITONIC_SPLIT="));
+        assert_non_null(strstr(reason, mode));
+        assert_non_null(strstr(reason, "cluster128"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bitonic_paths_on_h200),
         cmocka_unit_test(test_bitonic_paths_elsewhere),
         cmocka_unit_test(test_bitonic_scratch_keeps_the_fallback),
+        cmocka_unit_test(test_bitonic_split_knob),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
