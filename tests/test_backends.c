@@ -37,47 +37,58 @@ static const char *bitonic_reason(const struct gpu_device_info *device, uint32_t
     return reason;
 }
 
+/* What bitonic runs for one shape, as its supports() reason says it. */
+struct expected_path {
+    uint32_t rows;
+    int32_t length;
+    uint32_t k;
+    const char *reason_part;
+};
+
+static void check_paths(const struct gpu_device_info *device, const struct expected_path *paths,
+                        size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        const char *reason =
+            bitonic_reason(device, paths[i].rows, paths[i].length, paths[i].k);
+        if (!strstr(reason, paths[i].reason_part))
+            fail_msg("%u x %d, k %u: \"%s\" lacks \"%s\"", paths[i].rows, paths[i].length,
+                     paths[i].k, reason, paths[i].reason_part);
+    }
+}
+
 static void test_bitonic_paths_on_h200(void **state)
 {
     (void)state;
     if (getenv("DSATOPK_BITONIC_SPLIT"))
         skip();
     const struct gpu_device_info device = test_h200();
-    /* The smallest slices (8192, 16384, 32768) whose grid is one wave: one CTA per SM (132
-     * here), half the SMs with clusters of more than 4. */
-    assert_non_null(strstr(bitonic_reason(&device, 64, 8192, 2048),
-                           "cluster per row: 1 block of 8192 elements"));
-    assert_non_null(strstr(bitonic_reason(&device, 16, 32768, 2048),
-                           "cluster per row: 4 blocks of 8192 elements"));
-    assert_non_null(strstr(bitonic_reason(&device, 64, 32768, 2048),
-                           "cluster per row: 2 blocks of 16384 elements"));
-    assert_non_null(strstr(bitonic_reason(&device, 16, 65536, 512),
-                           "cluster per row: 4 blocks of 16384 elements"));
-    assert_non_null(strstr(bitonic_reason(&device, 8, 131072, 2048),
-                           "cluster per row: 8 blocks of 16384 elements"));
-    assert_non_null(strstr(bitonic_reason(&device, 16, 131072, 2048),
-                           "cluster per row: 4 blocks of 32768 elements"));
-    assert_non_null(strstr(bitonic_reason(&device, 64, 65536, 2048),
-                           "cluster per row: 2 blocks of 32768 elements"));
-    assert_non_null(strstr(bitonic_reason(&device, 1, 300000, 2048),
-                           "cluster per row: 10 blocks of 32768 elements"));
-    /* Slices of 65536 (half their keys in shared memory), at k up to 4096. */
-    assert_non_null(strstr(bitonic_reason(&device, 64, 131072, 2048),
-                           "cluster per row: 2 blocks of 65536 elements"));
-    assert_non_null(strstr(bitonic_reason(&device, 64, 131072, 4096),
-                           "cluster per row: 2 blocks of 65536 elements"));
-    assert_non_null(strstr(bitonic_reason(&device, 1, 600000, 2048),
-                           "cluster per row: 10 blocks of 65536 elements"));
-    /* No cut in one wave: slices of 32768 in two waves, else the tree. */
-    assert_non_null(strstr(bitonic_reason(&device, 200, 32768, 2048),
-                           "cluster per row: 1 block of 32768 elements"));
-    assert_non_null(strstr(bitonic_reason(&device, 64, 262144, 2048), "leaves of 8192"));
-    assert_non_null(strstr(bitonic_reason(&device, 128, 131072, 2048), "leaves of 8192"));
-    assert_non_null(strstr(bitonic_reason(&device, 300, 8192, 512), "leaves of 8192"));
-    /* Longer than 16 slices of 65536: the tree. */
-    assert_non_null(strstr(bitonic_reason(&device, 1, 1100000, 2048), "leaves of 8192"));
-    /* k above 4096: one CTA per row. */
-    assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 8192), "one block per row"));
+    static const struct expected_path paths[] = {
+        /* The smallest slices (8192, 16384, 32768) whose grid is one wave: one CTA per SM (132
+         * here), half the SMs with clusters of more than 4. */
+        { 64, 8192, 2048, "cluster per row: 1 block of 8192 elements" },
+        { 16, 32768, 2048, "cluster per row: 4 blocks of 8192 elements" },
+        { 64, 32768, 2048, "cluster per row: 2 blocks of 16384 elements" },
+        { 16, 65536, 512, "cluster per row: 4 blocks of 16384 elements" },
+        { 8, 131072, 2048, "cluster per row: 8 blocks of 16384 elements" },
+        { 16, 131072, 2048, "cluster per row: 4 blocks of 32768 elements" },
+        { 64, 65536, 2048, "cluster per row: 2 blocks of 32768 elements" },
+        { 1, 300000, 2048, "cluster per row: 10 blocks of 32768 elements" },
+        /* Slices of 65536 (half their keys in shared memory), at k up to 4096. */
+        { 64, 131072, 2048, "cluster per row: 2 blocks of 65536 elements" },
+        { 64, 131072, 4096, "cluster per row: 2 blocks of 65536 elements" },
+        { 1, 600000, 2048, "cluster per row: 10 blocks of 65536 elements" },
+        /* No cut in one wave: slices of 32768 in two waves, else the tree. */
+        { 200, 32768, 2048, "cluster per row: 1 block of 32768 elements" },
+        { 64, 262144, 2048, "leaves of 8192" },
+        { 128, 131072, 2048, "leaves of 8192" },
+        { 300, 8192, 512, "leaves of 8192" },
+        /* Longer than 16 slices of 65536: the tree. */
+        { 1, 1100000, 2048, "leaves of 8192" },
+        /* k above 4096: one CTA per row. */
+        { 4, 32768, 8192, "one block per row" },
+    };
+    check_paths(&device, paths, sizeof(paths) / sizeof(paths[0]));
 }
 
 static void test_bitonic_paths_elsewhere(void **state)
