@@ -29,9 +29,10 @@
  * Every thread reaches every barrier: tile loops have block-uniform trip counts, and their early
  * exits test totals that every thread computed identically.
  *
- * Cluster path (k <= 4096 on sm_90+ where the grid fits one wave; see "Cluster path" below):
- * one thread-block cluster per row, one kernel, the row read once, histograms summed through
- * distributed shared memory, the leader CTA writes the output.
+ * Cluster path (k <= 4096 on sm_90+ where the grid fits one wave, or where no cut does, two
+ * waves of slices of 32768; see "Cluster path" below): one thread-block cluster per row, one kernel, the row read
+ * once into registers (and shared memory for slices of 65536), histograms summed through
+ * distributed shared memory, ties written by their CTAs, the leader CTA writes the rest.
  *
  * Tree path (the other k <= 4096 unless DSATOPK_BITONIC_SPLIT=never; see "Tree path" below): rows
  * cut into leaves of 8192 elements, one 512-thread CTA each; a first pass sums the row's
