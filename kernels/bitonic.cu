@@ -2443,7 +2443,8 @@ extern "C" const struct topk_backend topk_backend_bitonic = {
     true,  /* canonical_order */
     false, /* index_ascending */
     "k <= 8192; rows up to 2^31 - 1 elements; k <= 4096 on sm_90+: a cluster of up to 16 "
-    "blocks per row where the grid fits one wave (no scratch); otherwise k <= 4096: rows cut "
+    "blocks per row (slices of 8192 to 65536 elements) where the grid fits one wave, or two of "
+    "slices of 32768 (no scratch); otherwise k <= 4096: rows cut "
     "into leaves of 8192 elements (one 512-thread block each) merged up a tree (scratch: "
     "(8 k + 8) B per leaf and parent node, 8 KiB per row); k > 4096: one 1024-thread block per "
     "row (8 * next_pow2(k) + 8464 B of shared memory)",
