@@ -30,9 +30,10 @@
  * exits test totals that every thread computed identically.
  *
  * Cluster path (k <= 4096 on sm_90+ where the grid fits one wave, or where no cut does, two
- * waves of slices of 32768; see "Cluster path" below): one thread-block cluster per row, one kernel, the row read
- * once into registers (and shared memory for slices of 65536), histograms summed through
- * distributed shared memory, ties written by their CTAs, the leader CTA writes the rest.
+ * waves of slices of 32768; see "Cluster path" below): one thread-block cluster per row, one
+ * kernel, the row read once into registers (and shared memory for slices of 65536), histograms
+ * summed through distributed shared memory, ties written by their CTAs, the leader CTA writes
+ * the rest.
  *
  * Tree path (the other k <= 4096 unless DSATOPK_BITONIC_SPLIT=never; see "Tree path" below): rows
  * cut into leaves of 8192 elements, one 512-thread CTA each; a first pass sums the row's
@@ -1119,10 +1120,10 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint6
  * On random and ReLU rows this costs a few thousand instructions per warp where the bitonic sort
  * of 2048 composites costs tens of thousands (docs/PERF.md).
  * Writes output positions below `limit` (ranks from `limit` on are dropped, -1 fills the
- * positions from `selected` to `limit`). Returns NULL when it wrote the output, else the buffer (`bucketed`,
- * holding the whole selection) that the caller must sort instead: two or more large buckets, or
- * a large one that stays large. Every thread must call it; the histogram and shared.sub_sizes
- * must be zero on entry. `selection` is overwritten. */
+ * positions from `selected` to `limit`). Returns NULL when it wrote the output, else the buffer
+ * (`bucketed`, holding the whole selection) that the caller must sort instead: two or more
+ * large buckets, or a large one that stays large. Every thread must call it; the histogram and
+ * shared.sub_sizes must be zero on entry. `selection` is overwritten. */
 static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &problem,
                                                    uint32_t row, uint64_t *selection,
                                                    uint32_t selected, uint32_t limit,
@@ -1170,8 +1171,8 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
 /* The output of a row's final selection (`selected` composites in `selection`, any order; more
  * than k from the cluster path, which gathers a whole bin): output positions 0 .. limit - 1
  * (limit is k, or less where the cluster path writes the tie key's positions itself) get its
- * first `limit` in canonical order by bucket ranks, or by the bitonic sort in `bucketed` where buckets
- * do not spread it; -1 after the selection. `bucketed` holds composite_entries(selected)
+ * first `limit` in canonical order by bucket ranks, or by the bitonic sort in `bucketed` where
+ * buckets do not spread it; -1 after the selection. `bucketed` holds composite_entries(selected)
  * entries. Every thread must call it; the histogram and shared.sub_sizes must be zero on
  * entry. */
 static __device__ void tree_write_output(const struct topk_problem &problem, uint32_t row,
@@ -1662,8 +1663,9 @@ static __device__ uint32_t cluster_pick_sliced(const cg::cluster_group &cluster,
 }
 
 /* One level's pick after the cluster barrier that follows the CTAs' histograms: cluster_pick
- * over the whole histogram for clusters of fewer than CLUSTER_SCATTER_PARTS CTAs, else a reduce-scatter into `slice` (zero
- * on entry, with exchange.slice_total[buffer]), a cluster barrier and cluster_pick_sliced. */
+ * over the whole histogram for clusters of fewer than CLUSTER_SCATTER_PARTS CTAs, else a
+ * reduce-scatter into `slice` (zero on entry, with exchange.slice_total[buffer]), a cluster
+ * barrier and cluster_pick_sliced. */
 static __device__ uint32_t cluster_level_pick(const cg::cluster_group &cluster,
                                               uint32_t *histogram, uint32_t *slice,
                                               uint32_t buffer, uint32_t parts, uint32_t part,
@@ -2016,9 +2018,11 @@ enum split_mode {
 
 /* The knob's values, in enum order. */
 static const char *const split_mode_names[SPLIT_INVALID] = {
-    "auto", "tree", "cluster", "cluster16", "cluster32", "cluster64", "cluster128", "always", "never",
+    "auto",      "tree",       "cluster", "cluster16", "cluster32",
+    "cluster64", "cluster128", "always",  "never",
 };
-#define SPLIT_VALUES "auto, tree, cluster, cluster16, cluster32, cluster64, cluster128, always or never"
+#define SPLIT_VALUES                                                                             \
+    "auto, tree, cluster, cluster16, cluster32, cluster64, cluster128, always or never"
 
 static enum split_mode split_mode_now(void)
 {
@@ -2298,10 +2302,14 @@ static int cluster_launch_items(const struct topk_problem *problem,
     config.attrs = &attribute;
     config.numAttrs = 1;
     int clusters = 0;
-    CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, k_cluster_topk<ITEMS, SHARED_ITEMS>, &config), err);
+    CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, k_cluster_topk<ITEMS, SHARED_ITEMS>,
+                                             &config),
+             err);
     if (clusters < 1)
         return 1;
-    CUDA_TRY(cudaLaunchKernelEx(&config, k_cluster_topk<ITEMS, SHARED_ITEMS>, *problem, capacity), err);
+    CUDA_TRY(cudaLaunchKernelEx(&config, k_cluster_topk<ITEMS, SHARED_ITEMS>, *problem,
+                                capacity),
+             err);
     CUDA_TRY(cudaGetLastError(), err);
     return 0;
 }
