@@ -52,7 +52,8 @@
  * memory next to 8.3 KiB of control: k = 8192 needs 74000 B); rows up to 2^31 - 1 elements (64-bit
  * addressing of the scores); page sizes powers of two. Launch: no allocation, no host
  * synchronisation (the one-CTA path and one-leaf trees need no scratch; a deeper tree's is
- * caller-owned, its counters zeroed by a cudaMemsetAsync in every call): capturable in a CUDA graph. */
+ * caller-owned, its counters zeroed by a cudaMemsetAsync in every call): capturable in a CUDA
+ * graph. */
 #include <atomic>
 #include <type_traits>
 #include <cstddef>
@@ -2109,7 +2110,8 @@ static struct tree_layout tree_layout_of(const struct topk_shape *shape,
     const size_t slots = (size_t)shape->rows * plan->nodes_per_row;
     layout.arrivals = 0;
     layout.row_histograms = align_up(slots * sizeof(uint32_t), 256);
-    layout.zeroed_bytes = layout.row_histograms + (size_t)shape->rows * BITONIC_BINS * sizeof(uint32_t);
+    layout.zeroed_bytes =
+        layout.row_histograms + (size_t)shape->rows * BITONIC_BINS * sizeof(uint32_t);
     layout.counts = align_up(layout.zeroed_bytes, 256);
     layout.lists = align_up(layout.counts + slots * sizeof(uint32_t), 256);
     layout.total = layout.lists + slots * shape->k * sizeof(uint64_t);
