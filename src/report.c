@@ -140,6 +140,21 @@ error:
     return status;
 }
 
+/* Frees tally_work_buffers()'s buffers and clears their pointers. */
+static void tally_free_work_buffers(struct output_tally *tally)
+{
+    free(tally->work_sorted);
+    free(tally->work_sorted_rows);
+    free(tally->work_positions);
+    free(tally->work_indices);
+    free(tally->work_row_flags);
+    free(tally->baseline_row_flags);
+    tally->work_sorted = NULL;
+    tally->work_sorted_rows = NULL;
+    tally->work_positions = tally->work_indices = tally->work_row_flags = NULL;
+    tally->baseline_row_flags = NULL;
+}
+
 void output_tally_release(struct output_tally *tally)
 {
     for (uint32_t i = 0; i < tally->distinct_count; i++) {
@@ -162,12 +177,7 @@ void output_tally_release(struct output_tally *tally)
     free(tally->row_max_positions_differing);
     free(tally->row_max_indices_differing);
     free(tally->sort_scratch);
-    free(tally->work_sorted);
-    free(tally->work_sorted_rows);
-    free(tally->work_positions);
-    free(tally->work_indices);
-    free(tally->work_row_flags);
-    free(tally->baseline_row_flags);
+    tally_free_work_buffers(tally);
     memset(tally, 0, sizeof(*tally));
 }
 
@@ -439,17 +449,7 @@ static int tally_work_buffers(struct output_tally *tally, struct audit_error *er
     if (tally->work_sorted && tally->work_sorted_rows && tally->work_positions &&
         tally->work_indices && tally->work_row_flags && tally->baseline_row_flags)
         return AUDIT_OK;
-    /* All or none, so that the next output tries again. */
-    free(tally->work_sorted);
-    free(tally->work_sorted_rows);
-    free(tally->work_positions);
-    free(tally->work_indices);
-    free(tally->work_row_flags);
-    free(tally->baseline_row_flags);
-    tally->work_sorted = NULL;
-    tally->work_sorted_rows = NULL;
-    tally->work_positions = tally->work_indices = tally->work_row_flags = NULL;
-    tally->baseline_row_flags = NULL;
+    tally_free_work_buffers(tally); /* all or none, so that the next output tries again */
     return audit_fail(err, AUDIT_ENOMEM, "out of memory for the host work of a %u x %u output",
                       tally->rows, tally->k);
 }
