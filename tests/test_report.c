@@ -67,6 +67,14 @@ static void record_make(struct capture_record *record)
     record->file_offset = 1234;
 }
 
+/* The fixture record and its contract checks at k = 3. */
+static void checks_fixture(struct capture_record *record, struct check_context *checks)
+{
+    struct audit_error err = { 0 };
+    record_make(record);
+    assert_int_equal(checks_prepare(checks, record, 3, &err), AUDIT_OK);
+}
+
 static void record_release(struct capture_record *record)
 {
     free(record->scores);
@@ -239,9 +247,7 @@ static void test_violations_checked_once_per_distinct_output(void **state)
     (void)state;
     struct capture_record record;
     struct check_context checks;
-    struct audit_error err = { 0 };
-    record_make(&record);
-    assert_int_equal(checks_prepare(&checks, &record, 3, &err), AUDIT_OK);
+    checks_fixture(&record, &checks);
     assert_memory_equal(checks.reference, fixture_reference, sizeof(fixture_reference));
     const struct check_claims claims = { 0 };
     /* Row 1 repeats index 0: a duplicate (and a wrong set: 0.3 never makes the top 3). */
@@ -328,9 +334,7 @@ static void test_prefilter_report_equals_full_hashing(void **state)
     (void)state;
     struct capture_record record;
     struct check_context checks;
-    struct audit_error err = { 0 };
-    record_make(&record);
-    assert_int_equal(checks_prepare(&checks, &record, 3, &err), AUDIT_OK);
+    checks_fixture(&record, &checks);
     const struct check_claims claims = { 0 };
     struct backend_result full, filtered;
     feed_flapping_sequence(&full, &checks, &claims, false);
@@ -711,9 +715,7 @@ static void test_tally_times_its_host_work(void **state)
     (void)state;
     struct capture_record record;
     struct check_context checks;
-    struct audit_error err = { 0 };
-    record_make(&record);
-    assert_int_equal(checks_prepare(&checks, &record, 3, &err), AUDIT_OK);
+    checks_fixture(&record, &checks);
     struct output_tally *tally = tally_new(2, 3, 3, NULL);
     assert_true(tally->hash_ms == 0.0 && tally->check_ms == 0.0);
     tally_add(tally, fixture_reference, 1.0, &checks, NULL, checks.reference);
