@@ -764,6 +764,7 @@ struct tree_shared {
     uint32_t selected_digit, selected_above, selected_count, is_last;
     uint32_t children_total;
     uint32_t overflow_count, overflow_bucket;
+    uint32_t kept_end; /* tree_bucket: the end of the bucket that holds position limit - 1 */
 };
 static_assert(offsetof(tree_shared, selected_digit) % 16 == 0,
               "selected_* fill one 16-byte group (see above)");
@@ -1028,26 +1029,9 @@ static __device__ __forceinline__ uint32_t bucket_of(const bucket_map &map, uint
     return scaled < BITONIC_BINS ? scaled : BITONIC_BINS - 1;
 }
 
-/* Buckets the `count` composites of `source` into `dest` by bucket_of() over the range
- * [low, high] of their values, in descending bucket order, bucket b at dest[starts[b]],
- * sizes[b] entries. (The bits below the common prefix of low and high would put a range that
- * crosses a power of two into a handful of buckets.) sizes must be zero on entry. Afterwards
- * shared.overflow_count holds how many buckets exceed TREE_BUCKET_LIMIT and
- * shared.overflow_bucket one of them. Returns the map, the same in every thread; every thread
- * must call it. */
-static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint64_t *dest,
-                                   uint32_t *starts, uint32_t *sizes, tree_shared &shared,
-                                   uint32_t &parity, bucket_map &map)
+/* The lowest and highest of the warp's values, in every lane. */
+static __device__ __forceinline__ void warp_range(uint64_t &low, uint64_t &high)
 {
-    uint64_t low;
-    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    uint64_t high = 0;
-    low = ~0ull;
-    for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS) {
-        const uint64_t c = source[e];
-        high = c > high ? c : high;
-        low = c < low ? c : low;
-    }
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) {
         const uint64_t other_high = __shfl_xor_sync(0xFFFFFFFFu, high, offset);
@@ -1055,6 +1039,29 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint6
         high = other_high > high ? other_high : high;
         low = other_low < low ? other_low : low;
     }
+}
+
+/* Buckets the `count` composites of `source` into `dest` by bucket_of() over the range
+ * [low, high] of their values, in descending bucket order, bucket b at dest[starts[b]],
+ * sizes[b] entries. (The bits below the common prefix of low and high would put a range that
+ * crosses a power of two into a handful of buckets.) Only the buckets that start below `limit`
+ * (whose entries can rank below it) are filled: `kept` entries, dest[0 .. kept); the rest are
+ * counted but not moved. sizes must be zero on entry. Afterwards shared.overflow_count holds
+ * how many of the filled buckets exceed TREE_BUCKET_LIMIT and shared.overflow_bucket one of
+ * them. Returns the map and `kept`, the same in every thread; every thread must call it. */
+static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint32_t limit,
+                                   uint64_t *dest, uint32_t *starts, uint32_t *sizes,
+                                   tree_shared &shared, uint32_t &parity, bucket_map &map,
+                                   uint32_t &kept)
+{
+    uint64_t low = ~0ull, high = 0;
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS) {
+        const uint64_t c = source[e];
+        high = c > high ? c : high;
+        low = c < low ? c : low;
+    }
+    warp_range(low, high);
     if (lane == 0) {
         shared.reduce_high[warp] = high;
         shared.reduce_low[warp] = low;
@@ -1094,7 +1101,12 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint6
         if (j < per) {
             starts[top - j] = start;
             sizes[top - j] = 0;
-            if (counts[j] > TREE_BUCKET_LIMIT) {
+            /* The bucket that holds position limit - 1 ends the filled ones (the cluster
+             * path's whole-bin gather holds up to twice the output: on random rows the
+             * densest buckets, just above the k-th largest, are the ones skipped). */
+            if (start < limit && start + counts[j] >= limit && counts[j])
+                shared.kept_end = start + counts[j];
+            if (counts[j] > TREE_BUCKET_LIMIT && start < limit) {
                 /* Atomic: with two or more large buckets several threads get here (the caller
                  * then sorts instead and ignores the bucket, but a plain store would race). */
                 atomicAdd(&shared.overflow_count, 1u);
@@ -1105,10 +1117,13 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint6
     }
     __syncthreads();
     PHASE_MARK(9);
+    kept = total < limit ? total : shared.kept_end; /* uniform */
     for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS) {
         const uint64_t c = source[e];
         const uint32_t bucket = bucket_of(map, c);
-        dest[starts[bucket] + atomicAdd(&sizes[bucket], 1u)] = c;
+        const uint32_t first = starts[bucket];
+        if (first < limit)
+            dest[first + atomicAdd(&sizes[bucket], 1u)] = c;
     }
     __syncthreads();
 }
@@ -1122,31 +1137,34 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint6
  * of 2048 composites costs tens of thousands (docs/PERF.md).
  * Writes output positions below `limit` (ranks from `limit` on are dropped, -1 fills the
  * positions from `selected` to `limit`). Returns NULL when it wrote the output, else the buffer
- * (`bucketed`, holding the whole selection) that the caller must sort instead: two or more
- * large buckets, or a large one that stays large. Every thread must call it; the histogram and
- * shared.sub_sizes must be zero on entry. `selection` is overwritten. */
-static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &problem,
-                                                   uint32_t row, uint64_t *selection,
-                                                   uint32_t selected, uint32_t limit,
-                                                   uint64_t *bucketed,
-                                                   tree_shared &shared, uint32_t &parity)
+ * (`bucketed`, holding the `kept` entries that can rank below `limit`, a superset of the top
+ * `limit`) that the caller must sort instead: two or more large buckets, or a large one that
+ * stays large. Every thread must call it; the histogram and shared.sub_sizes must be zero on
+ * entry. `selection` is overwritten. */
+static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &problem, uint32_t row,
+                                                   uint64_t *selection, uint32_t selected,
+                                                   uint32_t limit, uint64_t *bucketed,
+                                                   tree_shared &shared, uint32_t &parity,
+                                                   uint32_t &kept)
 {
     bucket_map map, sub_map = {};
-    tree_bucket(selection, selected, bucketed, shared.bucket_start, shared.histogram, shared,
-                parity, map);
+    tree_bucket(selection, selected, limit, bucketed, shared.bucket_start, shared.histogram, shared,
+                parity, map, kept);
     PHASE_MARK(10);
     const uint32_t overflows = shared.overflow_count, large = shared.overflow_bucket;
     if (overflows > 1)
         return bucketed; /* uniform */
     if (overflows == 1) {
         /* The large bucket's members, grouped again by sub-bucket, into `selection`. */
-        tree_bucket(bucketed + shared.bucket_start[large], shared.histogram[large], selection,
-                    shared.sub_start, shared.sub_sizes, shared, parity, sub_map);
+        uint32_t sub_kept; /* all of them: the limit is relative to the whole selection */
+        tree_bucket(bucketed + shared.bucket_start[large], shared.histogram[large], 0xFFFFFFFFu,
+                    selection, shared.sub_start, shared.sub_sizes, shared, parity, sub_map,
+                    sub_kept);
         PHASE_MARK(11);
         if (shared.overflow_count)
             return bucketed; /* uniform */
     }
-    for (uint32_t e = threadIdx.x; e < selected; e += TREE_THREADS) {
+    for (uint32_t e = threadIdx.x; e < kept; e += TREE_THREADS) {
         const uint64_t c = bucketed[e];
         const uint32_t bucket = bucket_of(map, c);
         uint32_t rank = shared.bucket_start[bucket];
@@ -1182,15 +1200,16 @@ static __device__ void tree_write_output(const struct topk_problem &problem, uin
                                          uint32_t &parity)
 {
     uint64_t *sorted = selection;
+    uint32_t kept = selected; /* entries that can rank below `limit`, at the front of sorted */
     if (selected > 1) {
-        sorted = tree_output_by_buckets(problem, row, selection, selected, limit, bucketed,
-                                        shared, parity);
+        sorted = tree_output_by_buckets(problem, row, selection, selected, limit, bucketed, shared,
+                                        parity, kept);
         if (!sorted) {
             PHASE_MARK(12);
             return; /* uniform: written by buckets */
         }
-        const uint32_t padded = composite_entries_device(selected);
-        for (uint32_t i = selected + threadIdx.x; i < padded; i += TREE_THREADS)
+        const uint32_t padded = composite_entries_device(kept);
+        for (uint32_t i = kept + threadIdx.x; i < padded; i += TREE_THREADS)
             sorted[i] = 0;
         __syncthreads();
         sort_descending<TREE_THREADS>(sorted, padded);
@@ -1198,7 +1217,7 @@ static __device__ void tree_write_output(const struct topk_problem &problem, uin
     }
     for (uint32_t j = threadIdx.x; j < limit; j += TREE_THREADS) {
         int32_t index = -1;
-        if (j < selected)
+        if (j < kept)
             index = (int32_t)(0xFFFFFFFFu - (uint32_t)sorted[j]);
         write_output(problem, row, j, index);
     }
@@ -1368,10 +1387,11 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
  *
  *   level 0  every CTA histograms the top 11 bits of its slice's 32-bit order keys (registers);
  *            after the cluster barrier the row's histogram (each thread sums its four bins over
- *            the cluster's CTAs through distributed shared memory, or by reduce-scatter for 5
- *            CTAs or more) and a block scan find the bin of the row's k-th largest, identically
- *            in every CTA; when that bin and everything above it fit the leader's buffer, all
- *            of it is gathered and the output's ranking cuts it at k (no levels 1 and 2);
+ *            the cluster's CTAs through distributed shared memory, or for 5 CTAs or more by a
+ *            reduce-scatter whose slice owners store the sums into every CTA) and a block scan
+ *            find the bin of the row's k-th largest, identically in every CTA; when that bin
+ *            and everything above it fit the leader's buffer, all of it is gathered and the
+ *            output's ranking cuts it at k (no levels 1 and 2);
  *   level 1  the same over the next 11 bits of the candidates in that bin, with the minimum and
  *            maximum of their keys: when they are equal (a plateau, e.g. the 0.0 of ReLU rows)
  *            the bin is one key and the refinement stops there;
@@ -1382,8 +1402,10 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
  *            CTA, block prefix sums over the index-ordered slice; their output positions follow
  *            from that rank, so each CTA writes its ties itself;
  *   gather   each CTA writes its selected (key, index) composites into the leader's (rank 0)
- *            buffer at its offset (the selected counts of the CTAs before it) plus its
- *            block-scan slot; then every CTA but the leader exits;
+ *            buffer at its offset (the selected counts of the CTAs before it, which they
+ *            stored into its shared memory) plus its block-scan slot, by plain remote stores
+ *            and a cluster barrier, or for 5 CTAs or more by asynchronous stores counted on
+ *            the leader's mbarrier; then every CTA but the leader exits;
  *   output   the leader ranks the selection by buckets (the tree root's code, tree_write_output)
  *            and writes the row.
  *
@@ -1396,9 +1418,11 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
 #define CLUSTER_MAX_PARTS 16u      /* CTAs per cluster: non-portable above 8 on sm_90 */
 #define CLUSTER_PORTABLE_PARTS 8u
 /* Clusters of up to this many slices of 8192; longer rows take slices of 16384 (32 keys per
- * thread). 16 measured slower on the H200 (docs/PERF.md, v0.3.0 notes); a -D to try others. */
+ * thread). 16 measured slower on the H200 in the third run (docs/PERF.md, v0.3.0 notes: two
+ * waves of them at 16 rows), faster in the sixth where auto allows them (one wave: 1-4 rows of
+ * 131072, 1 x 131072 15.5 -> 15.0 us); a -D to try others. */
 #ifndef CLUSTER_ITEMS16_PARTS
-#define CLUSTER_ITEMS16_PARTS 8u
+#define CLUSTER_ITEMS16_PARTS 16u
 #endif
 
 /* Clusters of at least this many CTAs sum a level's histograms by reduce-scatter
@@ -1408,13 +1432,74 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
 #define CLUSTER_SCATTER_PARTS 5u
 #endif
 
+/* Clusters of at least this many CTAs gather the selection into the leader by asynchronous
+ * stores counted on an mbarrier, smaller ones by plain remote stores and a cluster barrier
+ * (measured on the H200, docs/PERF.md sixth run: 1 x 65536 (8 CTAs) 13.6 -> 13.5 us,
+ * 1 x 131072 (16) 14.8 -> 14.3, but 64 x 131072 (2) 28.1 -> 29.9: one 8-byte asynchronous
+ * store per entry costs more than the barrier where a CTA sends thousands). */
+#ifndef CLUSTER_ASYNC_GATHER_PARTS
+#define CLUSTER_ASYNC_GATHER_PARTS 5u
+#endif
+
+/* Shared-memory addresses and the PTX of an mbarrier-tracked gather (sm_90). */
+static __device__ __forceinline__ uint32_t shared_address(const void *pointer)
+{
+    return (uint32_t)__cvta_generic_to_shared(pointer);
+}
+
+/* The address of the same shared variable in cluster CTA `rank`. */
+static __device__ __forceinline__ uint32_t cluster_map(uint32_t address, uint32_t rank)
+{
+    uint32_t mapped;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(mapped) : "r"(address), "r"(rank));
+    return mapped;
+}
+
+/* Initialises an mbarrier for `arrivals` arrivals per phase, visible to the cluster after the
+ * next cluster barrier. */
+static __device__ __forceinline__ void mbarrier_init(uint32_t barrier, uint32_t arrivals)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n\t"
+                 "fence.mbarrier_init.release.cluster;" ::"r"(barrier),
+                 "r"(arrivals)
+                 : "memory");
+}
+
+/* One arrival that also expects `bytes` of asynchronous stores in the current phase. */
+static __device__ __forceinline__ void mbarrier_expect_bytes(uint32_t barrier, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier), "r"(bytes)
+                 : "memory");
+}
+
+/* Waits until the phase of the given parity completes. */
+static __device__ __forceinline__ void mbarrier_wait(uint32_t barrier, uint32_t parity)
+{
+    asm volatile("{\n\t.reg .pred done;\n\t"
+                 "WAIT_%=:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+                 "@!done bra WAIT_%=;\n\t}" ::"r"(barrier),
+                 "r"(parity)
+                 : "memory");
+}
+
+/* An 8-byte store into another CTA's shared memory that counts its bytes on that CTA's
+ * mbarrier (both addresses from cluster_map). */
+static __device__ __forceinline__ void store_async(uint32_t address, uint64_t value,
+                                                   uint32_t barrier)
+{
+    asm volatile(
+        "st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];" ::"r"(address),
+        "l"(value), "r"(barrier)
+        : "memory");
+}
+
 struct cluster_exchange {
+    uint64_t gather; /* the leader's mbarrier for the gather (one arrival and the bytes) */
     uint32_t minimum, maximum;         /* the CTA's level-1 candidates: read by the cluster */
-    uint32_t selected;                 /* the CTA's selected count: read by the cluster */
-    uint32_t slice_total[2];           /* its slice's sum (cluster_reduce_slice), per buffer */
     uint32_t row_minimum, row_maximum; /* results for the whole CTA */
     uint32_t ties_before, offset;
-    uint32_t pick_slice, pick_above, pick_total; /* cluster_pick_sliced's, for the whole CTA */
+    uint32_t selected[CLUSTER_MAX_PARTS]; /* CTA c's selected count, written by CTA c */
 };
 
 /* The order key of exact -inf: the one key that is not a candidate. Elements past the row's end
@@ -1565,30 +1650,31 @@ static __device__ uint32_t cluster_pick(const uint32_t (&counts)[4], uint32_t bi
     return total;
 }
 
-/* A level's row histogram for clusters of two or more CTAs, as a reduce-scatter: reading every
- * CTA's whole histogram in every CTA (cluster_row_bins) moves parts x 8 KiB into each SM, and
- * distributed shared memory is slow enough (about 14 B per cycle per SM on the H200) that this
- * took 2.5-3 us per level on rows of 8 CTAs (phase timing, docs/PERF.md). Instead CTA c sums
- * only its slice of the bins, [c * width, c * width + width), over all CTAs (8 KiB per SM in
- * all), and after the next cluster barrier each CTA reads the slice totals and then the one
- * slice that holds the rank it looks for (cluster_pick_sliced). */
+/* A level's row histogram for clusters of CLUSTER_SCATTER_PARTS CTAs or more, as a
+ * reduce-scatter and an all-gather: reading every CTA's whole histogram in every CTA
+ * (cluster_row_bins) moves parts x 8 KiB into each SM, and distributed shared memory is slow
+ * enough (about 14 B per cycle per SM on the H200) that this took 2.5-3 us per level on rows of
+ * 8 CTAs (phase timing, docs/PERF.md). Instead CTA c sums only its slice of the bins,
+ * [c * width, c * width + width), over all CTAs (8 KiB per SM in all), and writes the sums into
+ * the same bins of every CTA's `slice` array; after the next cluster barrier each CTA holds the
+ * whole row histogram in its own shared memory. (Pulled instead, the slice totals and then the
+ * slice holding the rank cost two remote round trips after the barrier: 1.5-2 us per level.) */
 static __device__ __forceinline__ uint32_t cluster_slice_width(uint32_t bins, uint32_t parts)
 {
     return ((bins + parts - 1) / parts + 3u) & ~3u; /* whole uint4 groups */
 }
 
 /* After the cluster barrier that follows the CTAs' histograms of a level: this CTA's slice of
- * the row histogram into `slice` (indexed by bin; zero on entry) and its total into
- * *slice_total (zero on entry). The caller's next cluster barrier publishes both. */
-static __device__ void cluster_reduce_slice(const cg::cluster_group &cluster,
-                                            uint32_t *histogram, uint32_t *slice,
-                                            uint32_t *slice_total, uint32_t parts, uint32_t part,
+ * the row histogram, summed into `slice` (indexed by bin; zero on entry in this CTA's bins),
+ * then written into every other CTA's `slice`. The caller's next cluster barrier publishes
+ * them. Every thread must call it. */
+static __device__ void cluster_reduce_slice(const cg::cluster_group &cluster, uint32_t *histogram,
+                                            uint32_t *slice, uint32_t parts, uint32_t part,
                                             uint32_t bins)
 {
     const uint32_t width = cluster_slice_width(bins, parts), low = part * width;
     const uint32_t high = low + width < bins ? low + width : bins;
     const uint32_t groups = high > low ? (high - low) / 4u : 0u;
-    uint32_t sum = 0;
     /* One 16-byte remote load per thread and source CTA, all in flight at once. */
     for (uint32_t item = threadIdx.x; item < groups * parts; item += TREE_THREADS) {
         const uint32_t source = item / groups, bin = low + 4u * (item % groups);
@@ -1602,88 +1688,38 @@ static __device__ void cluster_reduce_slice(const cg::cluster_group &cluster,
             atomicAdd(&slice[bin + 2], v.z);
         if (v.w)
             atomicAdd(&slice[bin + 3], v.w);
-        sum += v.x + v.y + v.z + v.w;
-    }
-    sum = __reduce_add_sync(0xFFFFFFFFu, sum);
-    if ((threadIdx.x & 31) == 0 && sum)
-        atomicAdd(slice_total, sum);
-}
-
-/* After the cluster barrier that publishes the slices: the bin holding the remaining-th largest
- * of the row, as cluster_pick gives it (shared.selected_*, unset when the row total is below
- * `remaining`). Returns the row total. Every thread must call it. */
-static __device__ uint32_t cluster_pick_sliced(const cg::cluster_group &cluster,
-                                               uint32_t *slice, uint32_t *slice_total,
-                                               uint32_t parts, uint32_t bins, uint32_t remaining,
-                                               tree_shared &shared, cluster_exchange &exchange,
-                                               uint32_t &parity)
-{
-    if (threadIdx.x < 32) {
-        /* Slices in descending bin order: slice c has the totals of the slices above it. */
-        const uint32_t lane = threadIdx.x;
-        const uint32_t mine = lane < parts ? *cluster.map_shared_rank(slice_total, lane) : 0u;
-        uint32_t suffix = mine;
-#pragma unroll
-        for (uint32_t offset = 1; offset < 32; offset <<= 1) {
-            const uint32_t other = __shfl_down_sync(0xFFFFFFFFu, suffix, offset);
-            if (lane + offset < 32)
-                suffix += other;
-        }
-        const uint32_t above = suffix - mine;
-        const uint32_t holder = __ballot_sync(
-            0xFFFFFFFFu, lane < parts && above < remaining && remaining <= above + mine);
-        if (lane == 0) {
-            exchange.pick_total = suffix; /* lane 0's suffix: the whole row */
-            exchange.pick_slice = holder ? (uint32_t)(__ffs(holder) - 1) : BITONIC_NO_BIN;
-        }
-        if (holder && lane == (uint32_t)(__ffs(holder) - 1))
-            exchange.pick_above = above;
     }
     __syncthreads();
-    const uint32_t total = exchange.pick_total, holder = exchange.pick_slice;
-    if (holder == BITONIC_NO_BIN)
-        return total; /* uniform: fewer candidates than `remaining` */
-    const uint32_t width = cluster_slice_width(bins, parts), low = holder * width;
-    const uint32_t high = low + width < bins ? low + width : bins;
-    const uint32_t per = (high - low + TREE_THREADS - 1) / TREE_THREADS; /* <= 4 */
-    const uint32_t *remote = cluster.map_shared_rank(slice, holder);
-    const uint32_t first = per * threadIdx.x; /* offset below `high` of counts[0] */
-    const uint32_t top = high - 1u - first;   /* meaningful when first < high - low */
-    uint32_t counts[4], sum = 0;
-#pragma unroll
-    for (uint32_t j = 0; j < 4; j++) {
-        counts[j] = j < per && first + j < high - low ? remote[top - j] : 0u;
-        sum += counts[j];
+    /* Remote stores: fire and forget, completed by the caller's barrier. */
+    for (uint32_t item = threadIdx.x; item < groups * parts; item += TREE_THREADS) {
+        const uint32_t target = item / groups, bin = low + 4u * (item % groups);
+        if (target != part)
+            *reinterpret_cast<uint4 *>(cluster.map_shared_rank(slice, target) + bin) =
+                *reinterpret_cast<const uint4 *>(slice + bin);
     }
-    uint32_t scanned;
-    const uint32_t above =
-        block_exclusive_sum_of<TREE_WARPS>(sum, shared.scan, parity, scanned) + exchange.pick_above;
-    pick_bin(counts, per, top, above, remaining, shared);
-    __syncthreads();
-    return total;
 }
 
-/* One level's pick after the cluster barrier that follows the CTAs' histograms: cluster_pick
- * over the whole histogram for clusters of fewer than CLUSTER_SCATTER_PARTS CTAs, else a
- * reduce-scatter into `slice` (zero on entry, with exchange.slice_total[buffer]), a cluster
- * barrier and cluster_pick_sliced. */
-static __device__ uint32_t cluster_level_pick(const cg::cluster_group &cluster,
-                                              uint32_t *histogram, uint32_t *slice,
-                                              uint32_t buffer, uint32_t parts, uint32_t part,
+/* One level's pick after the cluster barrier that follows the CTAs' histograms: the row's
+ * histogram read from every CTA (cluster_row_bins) for clusters of fewer than
+ * CLUSTER_SCATTER_PARTS CTAs, else reduced and gathered into `slice` (cluster_reduce_slice; zero
+ * on entry) with a cluster barrier more; then cluster_pick. */
+static __device__ uint32_t cluster_level_pick(const cg::cluster_group &cluster, uint32_t *histogram,
+                                              uint32_t *slice, uint32_t parts, uint32_t part,
                                               uint32_t bins, uint32_t remaining,
-                                              tree_shared &shared, cluster_exchange &exchange,
-                                              uint32_t &parity)
+                                              tree_shared &shared, uint32_t &parity)
 {
+    uint32_t counts[4];
     if (parts < CLUSTER_SCATTER_PARTS) {
-        uint32_t counts[4];
         cluster_row_bins(cluster, histogram, parts, bins, counts);
-        return cluster_pick(counts, bins, remaining, shared, parity);
+    } else {
+        cluster_reduce_slice(cluster, histogram, slice, parts, part, bins);
+        cluster.sync();
+        const uint32_t per = bins / TREE_THREADS, top = bins - 1 - per * threadIdx.x;
+#pragma unroll
+        for (uint32_t j = 0; j < 4; j++)
+            counts[j] = j < per ? slice[top - j] : 0u;
     }
-    cluster_reduce_slice(cluster, histogram, slice, &exchange.slice_total[buffer], parts, part,
-                         bins);
-    cluster.sync();
-    return cluster_pick_sliced(cluster, slice, &exchange.slice_total[buffer], parts, bins,
-                               remaining, shared, exchange, parity);
+    return cluster_pick(counts, bins, remaining, shared, parity);
 }
 
 /* Warp 0 sums `value(c)` over the cluster's CTAs c < limit into *result; the caller's next
@@ -1738,10 +1774,12 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
         shared.sub_start[i] = 0;
     }
     if (threadIdx.x == 0) {
+        /* Made visible to the cluster by the fence and the first cluster barrier, long before
+         * any remote store signals it. */
+        if (parts >= CLUSTER_ASYNC_GATHER_PARTS)
+            mbarrier_init(shared_address(&exchange.gather), 1);
         exchange.minimum = 0xFFFFFFFFu;
         exchange.maximum = 0;
-        exchange.slice_total[0] = 0;
-        exchange.slice_total[1] = 0;
     }
     /* Slices of the levels' row histograms (cluster_level_pick): level 0 and 2 in
      * shared.histogram, level 1 in shared.sub_sizes; zeroed above and, for level 2, during
@@ -1766,8 +1804,8 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
     cluster_histogram<ITEMS>(key, 0u, 0u, 21u, 2047u, even_histogram);
     cluster.sync();
     PHASE_MARK(1);
-    const uint32_t total = cluster_level_pick(cluster, even_histogram, slices[0], 0, parts, part,
-                                              2048u, k, shared, exchange, parity);
+    const uint32_t total = cluster_level_pick(cluster, even_histogram, slices[0], parts, part,
+                                              2048u, k, shared, parity);
     PHASE_MARK(2);
     uint32_t mask = 0, prefix = 0, remaining = k, level = 0, tie_bin = 0;
     bool whole = true; /* every candidate matching the prefix is gathered */
@@ -1811,11 +1849,10 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
         cluster.sync();
         PHASE_MARK(3);
         if (parts > 1) {
-            /* Every CTA read level 0's slices before this barrier: clear them for level 2. */
+            /* Level 0's slices were written (by every CTA) and read before this barrier:
+             * clear them for level 2. */
             for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS)
                 slices[0][i] = 0;
-            if (threadIdx.x == 0)
-                exchange.slice_total[0] = 0;
         }
         if (threadIdx.x < 32) {
             low = 0xFFFFFFFFu;
@@ -1833,8 +1870,8 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
             }
         }
         /* Its barriers publish row_* too. */
-        cluster_level_pick(cluster, odd_histogram, slices[1], 1, parts, part, 2048u, remaining,
-                           shared, exchange, parity);
+        cluster_level_pick(cluster, odd_histogram, slices[1], parts, part, 2048u, remaining, shared,
+                           parity);
         PHASE_MARK(4);
         if (exchange.row_minimum == exchange.row_maximum) {
             /* One key: all of them tie; the first `remaining` in index order are taken. */
@@ -1861,8 +1898,8 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
                 __syncthreads();
                 cluster_histogram<TOTAL>(key, mask, prefix, 0u, 1023u, even_histogram);
                 cluster.sync();
-                cluster_level_pick(cluster, even_histogram, slices[0], 0, parts, part, 1024u,
-                                   remaining, shared, exchange, parity);
+                cluster_level_pick(cluster, even_histogram, slices[0], parts, part, 1024u,
+                                   remaining, shared, parity);
                 PHASE_MARK(5);
                 remaining -= shared.selected_above;
                 prefix |= shared.selected_digit;
@@ -1943,34 +1980,66 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
         }
     }
 
-    /* Gather: every CTA's buffer receives the whole selection, CTA by CTA. */
+    /* Gather: the leader's buffer receives the whole selection, CTA by CTA. */
     uint32_t mine;
     uint32_t slot = block_exclusive_sum_of<TREE_WARPS>(flags.count(), shared.scan, parity, mine);
-    if (threadIdx.x == 0)
-        exchange.selected = mine;
+    /* The count into the exchange of every later CTA (remote stores, completed by the
+     * barrier), so that each reads its offset from its own shared memory. */
+    if (threadIdx.x > part && threadIdx.x < parts)
+        cluster.map_shared_rank(&exchange, threadIdx.x)->selected[part] = mine;
     PHASE_MARK(6);
     cluster.sync();
     PHASE_MARK(7);
-    cluster_sum_before(part, &exchange.offset, [&](uint32_t c) {
-        return cluster.map_shared_rank(&exchange, c)->selected;
-    });
+    cluster_sum_before(part, &exchange.offset, [&](uint32_t c) { return exchange.selected[c]; });
     __syncthreads();
     slot += exchange.offset;
-    uint64_t *leader_selection = cluster.map_shared_rank(selection, 0);
+    if (parts >= CLUSTER_ASYNC_GATHER_PARTS) {
+        /* The other CTAs' composites reach the leader as asynchronous remote stores that count
+         * their bytes on its mbarrier; the leader expects the bytes of all the selection but
+         * its own (`gathered` in all, the same count in every CTA). No cluster barrier: its
+         * release (MEMBAR.ALL.GPU) waits for every remote store to be acknowledged, the largest
+         * stall of the kernel on rows of 8 CTAs (ncu, docs/PERF.md). A CTA then leaves; cluster
+         * barriers wait for non-exited threads only, and no CTA reads another's shared memory
+         * after the barrier above. */
+        const uint32_t barrier = shared_address(&exchange.gather);
+        const uint32_t leader_barrier = cluster_map(barrier, 0);
+        const uint32_t leader_selection = cluster_map(shared_address(selection), 0);
 #pragma unroll
-    for (uint32_t i = 0; i < TOTAL; i++) {
-        if (flags.test(i)) {
-            const uint32_t element = (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
-            leader_selection[slot++] = make_composite(key(i), first + element);
+        for (uint32_t i = 0; i < TOTAL; i++) {
+            if (flags.test(i)) {
+                const uint32_t element = (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
+                const uint64_t composite = make_composite(key(i), first + element);
+                if (part == 0)
+                    selection[slot] = composite;
+                else
+                    store_async(leader_selection + 8u * slot, composite, leader_barrier);
+                slot++;
+            }
         }
+        if (part != 0)
+            return; /* uniform: the leader writes the output */
+        if (threadIdx.x == 0)
+            mbarrier_expect_bytes(barrier, 8u * (gathered - mine));
+        mbarrier_wait(barrier, 0);
+        __syncthreads(); /* the leader's own entries too */
+    } else {
+        /* Plain remote stores and a cluster barrier: faster where each CTA sends many. */
+        uint64_t *leader_selection = cluster.map_shared_rank(selection, 0);
+#pragma unroll
+        for (uint32_t i = 0; i < TOTAL; i++) {
+            if (flags.test(i)) {
+                const uint32_t element = (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
+                leader_selection[slot++] = make_composite(key(i), first + element);
+            }
+        }
+        cluster.sync(); /* the last access to another CTA's shared memory is before it */
+        if (part != 0)
+            return; /* uniform: the leader writes the output */
     }
-    cluster.sync(); /* the last access to another CTA's shared memory is before this barrier */
     PHASE_MARK(8);
-    if (part != 0)
-        return; /* uniform: the leader writes the output */
     if (parts > 1) {
-        /* The slices are no longer read by anyone (last barrier above); the output stage needs
-         * shared.histogram and shared.sub_sizes zero. */
+        /* The slices are no longer read by anyone (the last cluster barrier above); the output
+         * stage needs shared.histogram and shared.sub_sizes zero. */
         for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS) {
             shared.histogram[i] = 0;
             shared.sub_sizes[i] = 0;
@@ -2240,7 +2309,7 @@ static bool cluster_plan_of(const struct gpu_device_info *device, const struct t
         uint64_t parts = (length + slice - 1) / slice;
         if (parts == 0)
             parts = 1;
-        /* 16 keys per thread: clusters of up to 8 (16 measured slower, docs/PERF.md). */
+        /* 16 keys per thread: clusters of up to CLUSTER_ITEMS16_PARTS. */
         const uint64_t most = items == TREE_ITEMS ? CLUSTER_ITEMS16_PARTS : CLUSTER_MAX_PARTS;
         if (parts > most || (uint64_t)shape->rows * parts > 0x7FFFFFFFu)
             continue;

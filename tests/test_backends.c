@@ -66,27 +66,29 @@ static void test_bitonic_paths_on_h200(void **state)
     static const struct expected_path paths[] = {
         /* The smallest slices (8192, 16384, 32768) whose grid is one wave: one CTA per SM (132
          * here), half the SMs with clusters of more than 4. */
-        { 64, 8192, 2048, "cluster per row: 1 block of 8192 elements" },
-        { 16, 32768, 2048, "cluster per row: 4 blocks of 8192 elements" },
-        { 64, 32768, 2048, "cluster per row: 2 blocks of 16384 elements" },
-        { 16, 65536, 512, "cluster per row: 4 blocks of 16384 elements" },
-        { 8, 131072, 2048, "cluster per row: 8 blocks of 16384 elements" },
-        { 16, 131072, 2048, "cluster per row: 4 blocks of 32768 elements" },
-        { 64, 65536, 2048, "cluster per row: 2 blocks of 32768 elements" },
-        { 1, 300000, 2048, "cluster per row: 10 blocks of 32768 elements" },
+        {64, 8192, 2048, "cluster per row: 1 block of 8192 elements"},
+        {16, 32768, 2048, "cluster per row: 4 blocks of 8192 elements"},
+        {64, 32768, 2048, "cluster per row: 2 blocks of 16384 elements"},
+        {16, 65536, 512, "cluster per row: 4 blocks of 16384 elements"},
+        {8, 131072, 2048, "cluster per row: 8 blocks of 16384 elements"},
+        {1, 131072, 2048, "cluster per row: 16 blocks of 8192 elements"},
+        {4, 131072, 512, "cluster per row: 16 blocks of 8192 elements"},
+        {16, 131072, 2048, "cluster per row: 4 blocks of 32768 elements"},
+        {64, 65536, 2048, "cluster per row: 2 blocks of 32768 elements"},
+        {1, 300000, 2048, "cluster per row: 10 blocks of 32768 elements"},
         /* Slices of 65536 (half their keys in shared memory), at k up to 4096. */
-        { 64, 131072, 2048, "cluster per row: 2 blocks of 65536 elements" },
-        { 64, 131072, 4096, "cluster per row: 2 blocks of 65536 elements" },
-        { 1, 600000, 2048, "cluster per row: 10 blocks of 65536 elements" },
+        {64, 131072, 2048, "cluster per row: 2 blocks of 65536 elements"},
+        {64, 131072, 4096, "cluster per row: 2 blocks of 65536 elements"},
+        {1, 600000, 2048, "cluster per row: 10 blocks of 65536 elements"},
         /* No cut in one wave: slices of 32768 in two waves, else the tree. */
-        { 200, 32768, 2048, "cluster per row: 1 block of 32768 elements" },
-        { 64, 262144, 2048, "leaves of 8192" },
-        { 128, 131072, 2048, "leaves of 8192" },
-        { 300, 8192, 512, "leaves of 8192" },
+        {200, 32768, 2048, "cluster per row: 1 block of 32768 elements"},
+        {64, 262144, 2048, "leaves of 8192"},
+        {128, 131072, 2048, "leaves of 8192"},
+        {300, 8192, 512, "leaves of 8192"},
         /* Longer than 16 slices of 65536: the tree. */
-        { 1, 1100000, 2048, "leaves of 8192" },
+        {1, 1100000, 2048, "leaves of 8192"},
         /* k above 4096: one CTA per row. */
-        { 4, 32768, 8192, "one block per row" },
+        {4, 32768, 8192, "one block per row"},
     };
     check_paths(&device, paths, sizeof(paths) / sizeof(paths[0]));
 }
@@ -155,8 +157,8 @@ static void test_bitonic_split_knob(void **state)
         assert_int_equal(supported, 1);
         assert_non_null(strstr(reason, "2 blocks of 65536 elements"));
     } else if (strcmp(mode, "cluster16") == 0) {
-        assert_int_equal(supported, 1); /* 16 slices of 8192: more than 8, so the tree */
-        assert_non_null(strstr(reason, "leaves of 8192"));
+        assert_int_equal(supported, 1); /* forced: 16 slices of 8192, two waves or not */
+        assert_non_null(strstr(reason, "16 blocks of 8192 elements"));
     } else if (strcmp(mode, "tree") == 0) {
         assert_int_equal(supported, 1);
         assert_non_null(strstr(reason, "leaves of 8192"));
