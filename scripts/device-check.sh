@@ -5,9 +5,9 @@
 # matters lands in $OUT (at most 8 files come back): logs.txt, seed-report.json,
 # shipped-report.json, bench.json, torch-bench.json.
 # Usage: scripts/device-check.sh [STEP...]
-#   steps: suite split cluster sanitize sanitize-plugins run isolation devices breakdown bench phases
-#   bench-paths racecheck racecheck-split (default: all but split, sanitize-plugins, racecheck and racecheck-split,
-#   which are slow or only needed when bitonic's tree path or the plugin code changed)
+#   steps: suite split cluster sanitize sanitize-run sanitize-plugins run isolation devices
+#   breakdown bench phases bench-paths racecheck racecheck-split (default: suite sanitize run
+#   isolation devices bench; the others are slow or only needed when what they test changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
 mkdir -p "$OUT"
@@ -112,6 +112,14 @@ for s in $steps; do
         # choose: the tree path for k <= 4096, leaves of 8192).
         step racecheck-split 150 env DSATOPK_BITONIC_SPLIT=always compute-sanitizer --tool racecheck \
             --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        ;;
+    sanitize-run)
+        # `run` itself under memcheck: the replay's streams, events and noise queue (keeper,
+        # workers, graph and batch replays) on three records of the shipped edge capture, with the
+        # default gemm noise. The CUDA work is in forked children: sanitizer-run.sh judges every
+        # process's ERROR SUMMARY.
+        step run-memcheck 300 bash scripts/sanitizer-run.sh memcheck dsatopk-audit run --reps 3 \
+            --graph --batch-invariance --records 0-2 --out /tmp/run-memcheck.json captures/edge.bin
         ;;
     sanitize-plugins)
         # The example plugin under memcheck and initcheck: test_gpu_plugins' cases (every synth

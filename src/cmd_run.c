@@ -1286,13 +1286,16 @@ static int on_probe_result(void *user, size_t task, const struct worker_event *e
     return AUDIT_OK;
 }
 
-/* Runs the probe. Returns 0, WORKER_STOPPED, or a negative code with err filled. */
+/* Runs the probe, whose process then stays until the end of the run (keeper): with the CUDA
+ * driver initialised there, each record's worker starts CUDA about 90 ms sooner (cuInit 100 ->
+ * 10 ms on the H200; docs/PERF.md "The audit itself"). Returns 0, WORKER_STOPPED, or a negative
+ * code with err filled. */
 static int probe_devices(const struct run_options *options, struct device_probe *probe,
-                         struct audit_error *err)
+                         struct worker_keeper *keeper, struct audit_error *err)
 {
     memset(probe, 0, sizeof(*probe));
-    return worker_run_tasks(1, probe_worker_main, on_probe_result, probe, options->timeout_ms,
-                            NULL, err);
+    return worker_keeper_start(keeper, probe_worker_main, on_probe_result, probe,
+                               options->timeout_ms, err);
 }
 
 /* Returns EXIT_USAGE for a --device the machine does not have, else 0 (the state says whether a
@@ -1512,6 +1515,7 @@ static int run_run(int argc, char **argv)
     struct audit_error err = { 0 };
     bool report_started = false;
     bool signals_installed = false;
+    struct worker_keeper probe_keeper = { 0 }; /* the probe process, kept (probe_devices) */
     cJSON *devices = NULL; /* --devices: the device of each entry, for the cross_device block */
     int first_path = 0;
     int exit_code = parse_options(argc, argv, &options, &first_path);
@@ -1554,7 +1558,7 @@ static int run_run(int argc, char **argv)
     /* SIGINT and SIGTERM from here on: the workers are stopped and the report is written. */
     if (worker_signals_install() == 0)
         signals_installed = true;
-    exit_code = probe_devices(&options, &state.probe, &err);
+    exit_code = probe_devices(&options, &state.probe, &probe_keeper, &err);
     if (exit_code == WORKER_STOPPED) {
         state.stop_signal = worker_stop_signal();
         exit_code = 128 + state.stop_signal;
@@ -1663,6 +1667,7 @@ static int run_run(int argc, char **argv)
             fprintf(state.table, "# html: %s\n", options.html_out);
     }
 done:
+    worker_keeper_stop(&probe_keeper);
     if (report_started)
         report_release(&state.report);
     if (signals_installed)

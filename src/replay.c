@@ -14,6 +14,10 @@
 #include "output_hash.h"
 #include "selection.h"
 
+/* Noise bursts kept queued on the sibling stream (keep_noise_queued): two, so that a launch
+ * always has a whole burst ahead of it, whatever is left of the one running. */
+#define REPLAY_NOISE_BURSTS_QUEUED 2
+
 struct replay_device {
     int ordinal;
     struct gpu_device_info info;
@@ -22,6 +26,9 @@ struct replay_device {
     cudaEvent_t start, stop;
     enum noise_kind noise_kind;
     struct noise_state *noise; /* NULL with --noise none */
+    /* The end of each burst still queued on noise_stream, oldest first (keep_noise_queued). */
+    cudaEvent_t burst_done[REPLAY_NOISE_BURSTS_QUEUED];
+    unsigned bursts_queued;
     char lost[AUDIT_ERROR_MESSAGE_BYTES];
 };
 
@@ -88,6 +95,10 @@ int replay_device_open(struct replay_device **device_out, int ordinal, size_t em
         status = noise_create(&device->noise, noise, err);
         if (status < 0)
             goto error;
+        for (unsigned i = 0; i < REPLAY_NOISE_BURSTS_QUEUED; i++)
+            CUDA_CHECK_GOTO(
+                cudaEventCreateWithFlags(&device->burst_done[i], cudaEventDisableTiming), err,
+                status, error);
     }
     *device_out = device;
     return AUDIT_OK;
@@ -105,6 +116,9 @@ void replay_device_close(struct replay_device *device)
      * left to save. */
     if (device->noise)
         noise_destroy(device->noise);
+    for (unsigned i = 0; i < REPLAY_NOISE_BURSTS_QUEUED; i++)
+        if (device->burst_done[i])
+            cudaEventDestroy(device->burst_done[i]);
     if (device->start)
         cudaEventDestroy(device->start);
     if (device->stop)
@@ -312,12 +326,54 @@ static int enqueue_poison(struct replay_device *device, const struct launch_buff
     return AUDIT_OK;
 }
 
-/* Poisons the outputs, starts a noise burst on the sibling stream, then runs the backend (or
- * the instantiated graph, which poisons by itself) between two events and waits for it.
- * time_us: NULL for an untimed launch. */
+/* Keeps REPLAY_NOISE_BURSTS_QUEUED bursts on the sibling stream: forgets those that are over
+ * and tops the queue up. A launch made after this starts with at least one whole burst ahead of
+ * it on the sibling stream (a burst lasts longer than a replayed kernel under noise), and no rep
+ * ever waits for noise: the bursts run back to back while the reps come and go, and only the
+ * end of a phase waits for what is left (drain_noise). */
+static int keep_noise_queued(struct replay_device *device, struct audit_error *err)
+{
+    if (!device->noise)
+        return AUDIT_OK;
+    while (device->bursts_queued > 0) {
+        const cudaError_t state = cudaEventQuery(device->burst_done[0]);
+        if (state == cudaErrorNotReady)
+            break;
+        CUDA_TRY(state, err);
+        cudaEvent_t done = device->burst_done[0];
+        for (unsigned i = 1; i < device->bursts_queued; i++)
+            device->burst_done[i - 1] = device->burst_done[i];
+        device->burst_done[--device->bursts_queued] = done;
+    }
+    while (device->bursts_queued < REPLAY_NOISE_BURSTS_QUEUED) {
+        int status = noise_launch(device->noise, device->noise_stream, err);
+        if (status < 0)
+            return status;
+        CUDA_TRY(cudaEventRecord(device->burst_done[device->bursts_queued], device->noise_stream),
+                 err);
+        device->bursts_queued++;
+    }
+    return AUDIT_OK;
+}
+
+/* Waits for every queued burst: the end of a backend's replays, so that noise never outlives the
+ * backend it was for and the next one starts on an idle GPU. */
+static int drain_noise(struct replay_device *device, double *noise_wait_ms, struct audit_error *err)
+{
+    const double started_ms = report_monotonic_ms();
+    CUDA_TRY(cudaStreamSynchronize(device->noise_stream), err);
+    device->bursts_queued = 0;
+    if (noise_wait_ms)
+        *noise_wait_ms += report_monotonic_ms() - started_ms;
+    return AUDIT_OK;
+}
+
+/* Poisons the outputs, keeps the noise queued on the sibling stream (unless quiet), then runs
+ * the backend (or the instantiated graph, which poisons by itself) between two events and waits
+ * for it. time_us: NULL for an untimed launch. */
 static int launch_once(struct replay_device *device, const struct topk_backend *backend,
                        const struct topk_problem *problem, const struct launch_buffers *buffers,
-                       cudaGraphExec_t graph, double *time_us, struct audit_error *err)
+                       cudaGraphExec_t graph, bool quiet, double *time_us, struct audit_error *err)
 {
     int status = AUDIT_OK;
     if (!graph) {
@@ -325,8 +381,8 @@ static int launch_once(struct replay_device *device, const struct topk_backend *
         if (status < 0)
             return status;
     }
-    if (device->noise) {
-        status = noise_launch(device->noise, device->noise_stream, err);
+    if (!quiet) {
+        status = keep_noise_queued(device, err);
         if (status < 0)
             return status;
     }
@@ -361,13 +417,6 @@ static int copy_back(struct replay_device *device, const struct launch_buffers *
                                  cudaMemcpyDeviceToHost, device->stream),
                  err);
     CUDA_TRY(cudaStreamSynchronize(device->stream), err);
-    return AUDIT_OK;
-}
-
-/* Bounds the noise queue: each rep's burst finishes before the next rep starts its own. */
-static int wait_noise(struct replay_device *device, struct audit_error *err)
-{
-    CUDA_TRY(cudaStreamSynchronize(device->noise_stream), err);
     return AUDIT_OK;
 }
 
@@ -443,12 +492,10 @@ struct rep_context {
 
 /* One timed rep: the poisoned launch under noise; with the pre-filter the output's row hashes
  * come back and, when they are a known output's, the rep is counted as that output; otherwise
- * the output is copied back, dumped, SHA-256'd and tallied (checked when new); then the wait for
- * the rep's noise burst, so that the next rep starts its own on an idle sibling stream. The
- * backend's kernel is over before anything is read back (launch_once waits for its event), so
- * the host work of a new output overlaps the rest of the burst instead of following it
- * (measured on the H200: docs/PERF.md "The audit itself"). A device failure fills cause and sets
- * *device_failed; a host failure (memory, a dump) fills err. */
+ * the output is copied back, dumped, SHA-256'd and tallied (checked when new). The noise goes on
+ * meanwhile (keep_noise_queued): no rep waits for it (measured on the H200: docs/PERF.md "The
+ * audit itself"). A device failure fills cause and sets *device_failed; a host failure (memory,
+ * a dump) fills err. */
 static int replay_rep(const struct rep_context *context, uint32_t rep, bool *device_failed,
                       struct audit_error *cause, struct audit_error *err)
 {
@@ -462,7 +509,7 @@ static int replay_rep(const struct rep_context *context, uint32_t rep, bool *dev
     *device_failed = true;
     double started_ms = report_monotonic_ms();
     status = launch_once(device, context->backend, context->problem, context->buffers,
-                         context->graph, &time_us, cause);
+                         context->graph, false, &time_us, cause);
     if (status < 0)
         return status;
     double now_ms = report_monotonic_ms();
@@ -497,26 +544,18 @@ static int replay_rep(const struct rep_context *context, uint32_t rep, bool *dev
         status = dump_output(context->options, context->backend->name, context->dump_phase, rep,
                              context->host_out, count, err);
         if (status < 0)
-            goto wait;
+            return status;
         time->dump_ms += report_monotonic_ms() - started_ms;
     }
     /* The tally times its own SHA-256 and checks (tally->hash_ms, check_ms). */
-    if (!known)
+    if (!known) {
         status = output_tally_add_hashed(tally, context->host_out, context->host_raw,
                                          context->prefilter ? context->host_row_hashes : NULL,
                                          time_us, context->checks, context->claims,
                                          context->checks ? context->checks->reference : NULL, err);
-wait:
-    /* Also after a host failure: the burst must be over before the caller moves on. */
-    started_ms = report_monotonic_ms();
-    const int noise_status = wait_noise(device, cause);
-    time->noise_wait_ms += report_monotonic_ms() - started_ms;
-    if (noise_status < 0) {
-        *device_failed = true;
-        return noise_status;
+        if (status < 0)
+            return status;
     }
-    if (status < 0)
-        return status;
     if (context->options->progress)
         context->options->progress(context->options->progress_user, context->backend->name,
                                    context->phase, rep + 1, context->options->reps);
@@ -652,13 +691,10 @@ static int run_subrecord(struct replay_device *device, const struct topk_backend
     if (status < 0)
         goto done;
     problem_fill(&problem, input, &buffers);
-    status = launch_once(device, backend, &problem, &buffers, NULL, NULL, err);
+    status = launch_once(device, backend, &problem, &buffers, NULL, false, NULL, err);
     if (status < 0)
         goto done;
     status = copy_back(device, &buffers, out, NULL, err);
-    if (status < 0)
-        goto done;
-    status = wait_noise(device, err);
 done:
     buffers_free(&buffers);
     replay_input_free(input);
@@ -878,8 +914,9 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
     if (status < 0)
         goto done;
 
-    /* One untimed warm-up launch (first-call attribute setup, module loading) before the reps. */
-    status = launch_once(device, backend, &problem, &buffers, NULL, NULL, &cause);
+    /* One untimed warm-up launch (first-call attribute setup, module loading) before the reps;
+     * without noise, which would only make it wait. */
+    status = launch_once(device, backend, &problem, &buffers, NULL, true, NULL, &cause);
     if (status < 0)
         goto device_error;
     result->time.setup_ms += report_monotonic_ms() - started_ms;
@@ -944,6 +981,11 @@ lost:
     status = audit_fail(err, AUDIT_EDEVICE, "%s record %u, backend %s: %s", file, record->index,
                         backend->name, device->lost);
 done:
+    if (!device->lost[0]) {
+        /* A failure here changes nothing: the next launch or the teardown reports it. */
+        struct audit_error ignored = { 0 };
+        (void)drain_noise(device, &result->time.noise_wait_ms, &ignored);
+    }
     buffers_free(&buffers);
     free(host_out);
     free(host_raw);

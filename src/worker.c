@@ -121,8 +121,10 @@ int worker_send(struct worker_channel *channel, const void *data, size_t bytes)
     return AUDIT_OK;
 }
 
+/* kept: a keeper (worker_keeper_start): once child_main has sent its message and returned 0,
+ * the child stays, idle, until the parent kills it or dies. */
 static void child_run(int read_fd, int write_fd, pid_t parent, worker_child_fn child_main,
-                      size_t first_task, void *user)
+                      size_t first_task, void *user, bool kept)
 {
     close(read_fd);
 #ifdef __linux__
@@ -141,6 +143,11 @@ static void child_run(int read_fd, int write_fd, pid_t parent, worker_child_fn c
     int status = child_main(&channel, first_task, user);
     if (status < 0)
         status = -status;
+    if (kept && status == 0) {
+        close(write_fd);
+        for (;;)
+            pause();
+    }
     /* _exit: the parent's buffered stdio, copied by fork, must not be flushed a second time. */
     _exit(status == 0 ? 0 : status < 126 ? status : 125);
 }
@@ -264,8 +271,10 @@ static void event_reset(struct worker_event *event, enum worker_outcome outcome)
  * context teardown takes a moment). */
 #define WORKER_EXIT_GRACE_MS 10000
 
-int worker_run_tasks(size_t task_count, worker_child_fn child_main, worker_result_fn on_result,
-                     void *user, unsigned timeout_ms, struct worker_stats *stats,
+/* worker_run_tasks, and worker_keeper_start when kept is set: the child that sends the last
+ * task's message is left running and *kept is its pid (0 when no child sent it). */
+static int run_tasks(size_t task_count, worker_child_fn child_main, worker_result_fn on_result,
+                     void *user, unsigned timeout_ms, struct worker_stats *stats, pid_t *kept,
                      struct audit_error *err)
 {
     struct worker_stats local = { 0 };
@@ -293,7 +302,7 @@ int worker_run_tasks(size_t task_count, worker_child_fn child_main, worker_resul
                               strerror(saved));
         }
         if (pid == 0)
-            child_run(fds[0], fds[1], parent, child_main, next, user);
+            child_run(fds[0], fds[1], parent, child_main, next, user, kept != NULL);
         close(fds[1]);
         int fd = fds[0];
         stats->processes++;
@@ -342,10 +351,13 @@ int worker_run_tasks(size_t task_count, worker_child_fn child_main, worker_resul
                 }
                 if (next == task_count) {
                     /* Done: let it exit (closing the pipe first: a child that still writes gets
-                     * EPIPE); a child stuck in teardown is killed. */
+                     * EPIPE); a child stuck in teardown is killed. A keeper stays. */
                     close(fd);
                     fd = -1;
-                    reap_child(pid, WORKER_EXIT_GRACE_MS, false);
+                    if (kept)
+                        *kept = pid;
+                    else
+                        reap_child(pid, WORKER_EXIT_GRACE_MS, false);
                     reaped = true;
                     break;
                 }
@@ -399,4 +411,33 @@ int worker_run_tasks(size_t task_count, worker_child_fn child_main, worker_resul
         }
     }
     return AUDIT_OK;
+}
+
+int worker_run_tasks(size_t task_count, worker_child_fn child_main, worker_result_fn on_result,
+                     void *user, unsigned timeout_ms, struct worker_stats *stats,
+                     struct audit_error *err)
+{
+    return run_tasks(task_count, child_main, on_result, user, timeout_ms, stats, NULL, err);
+}
+
+/* ---- keepers -------------------------------------------------------------------------------- */
+
+int worker_keeper_start(struct worker_keeper *keeper, worker_child_fn child_main,
+                        worker_result_fn on_result, void *user, unsigned timeout_ms,
+                        struct audit_error *err)
+{
+    keeper->pid = 0;
+    int status = run_tasks(1, child_main, on_result, user, timeout_ms, NULL, &keeper->pid, err);
+    if (status != AUDIT_OK)
+        worker_keeper_stop(keeper);
+    return status;
+}
+
+void worker_keeper_stop(struct worker_keeper *keeper)
+{
+    if (keeper->pid <= 0)
+        return;
+    /* SIGKILL at once: a keeper only holds what process exit releases. */
+    reap_child(keeper->pid, 0, true);
+    keeper->pid = 0;
 }

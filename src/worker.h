@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "error.h"
 
@@ -89,6 +90,22 @@ struct worker_stats {
 int worker_run_tasks(size_t task_count, worker_child_fn child_main, worker_result_fn on_result,
                      void *user, unsigned timeout_ms, struct worker_stats *stats,
                      struct audit_error *err);
+
+/* A keeper: a child that answers once and then stays, idle, for as long as the parent wants
+ * (`run`'s device probe keeps the CUDA driver initialised this way: a process that starts CUDA
+ * while another one has it initialised skips most of cuInit, docs/PERF.md "The audit itself").
+ * worker_keeper_start runs child_main as the single task of worker_run_tasks (same watchdog and
+ * outcomes, through on_result); when the child sent its message and returned 0 it is not reaped
+ * but kept (keeper->pid), until worker_keeper_stop kills and reaps it or the parent dies (the
+ * child dies with it). Returns as worker_run_tasks; keeper->pid is 0 when no child is kept. */
+struct worker_keeper {
+    pid_t pid;
+};
+int worker_keeper_start(struct worker_keeper *keeper, worker_child_fn child_main,
+                        worker_result_fn on_result, void *user, unsigned timeout_ms,
+                        struct audit_error *err);
+/* Kills and reaps a kept child; nothing when none is kept. */
+void worker_keeper_stop(struct worker_keeper *keeper);
 
 /* SIGINT and SIGTERM set the stop flag (no SA_RESTART: blocking calls return EINTR). Returns 0
  * or -1. worker_signals_restore puts back the previous handlers. */

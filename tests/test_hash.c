@@ -5,10 +5,12 @@
  * - the hash depends on where each value sits (swapped entries differ), not on other rows;
  * - the raw output counts, and an output with a raw output differs from the one without;
  * - fixed values, so a change of the function (which the device must follow) is noticed.
- * And of its SHA-256 hashes: the streaming wrapper must give libsodium's one-shot digest for
- * every length class (empty, within a block, across the padding boundary, many blocks), and the
- * set hash must equal sorting each row with qsort and hashing the rows one after the other, with
- * or without known sorted rows to reuse. */
+ * And of its SHA-256 hashes, once with libsodium and once with the code for the x86 SHA
+ * extensions (skipped on a CPU without them): the streaming wrapper must give libsodium's
+ * one-shot digest for every length class (empty, within a block, across the padding boundary,
+ * many blocks) and for updates of every size that leaves a partial block, and the set hash must
+ * equal sorting each row with qsort and hashing the rows one after the other, with or without
+ * known sorted rows to reuse. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -134,9 +136,18 @@ static int compare_int32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The SHA-256 code a test runs with (its prestate); skipped where the CPU lacks it. */
+static void use_sha256_code(void **state)
+{
+    const enum hash_sha256_code code = *(const enum hash_sha256_code *)*state;
+    if (hash_sha256_use(code) < 0)
+        skip();
+    print_message("SHA-256 code: %s\n", hash_sha256_code_name());
+}
+
 static void test_sha256_equals_libsodium(void **state)
 {
-    (void)state;
+    use_sha256_code(state);
     uint8_t digest[HASH_BYTES], expected[HASH_BYTES];
     /* FIPS 180-4 example "abc". */
     static const uint8_t abc_digest[HASH_BYTES] = {
@@ -191,9 +202,30 @@ static void expected_set_hash(const int32_t *indices, uint32_t rows, uint32_t k,
     free(row);
 }
 
+/* Rows of k int32 each are one update each: sizes 4 to 68 bytes leave every partial block. */
+static void test_sha256_streamed_updates(void **state)
+{
+    use_sha256_code(state);
+    uint64_t random_state = 5;
+    int32_t data[17 * 23];
+    for (size_t i = 0; i < sizeof(data) / sizeof(data[0]); i++)
+        data[i] = (int32_t)next_value(&random_state);
+    for (uint32_t k = 1; k <= 17; k++) {
+        for (uint32_t rows = 0; rows <= 23; rows++) {
+            const int32_t *row_pointers[23];
+            for (uint32_t b = 0; b < rows; b++)
+                row_pointers[b] = data + (size_t)b * k;
+            uint8_t digest[HASH_BYTES], expected[HASH_BYTES];
+            hash_sorted_index_rows(row_pointers, rows, k, digest);
+            crypto_hash_sha256(expected, (const unsigned char *)data, (size_t)rows * k * 4);
+            assert_memory_equal(digest, expected, HASH_BYTES);
+        }
+    }
+}
+
 static void test_set_hash_sorts_rows_and_reuses_known_ones(void **state)
 {
-    (void)state;
+    use_sha256_code(state);
     /* k = 5 and 37: rows of 20 and 148 bytes, so the row updates straddle SHA-256 blocks. */
     static const uint32_t ks[] = { 5, 37, 2048 };
     uint64_t random_state = 11;
@@ -254,12 +286,17 @@ static void test_set_hash_sorts_rows_and_reuses_known_ones(void **state)
 
 int main(void)
 {
+    static enum hash_sha256_code libsodium = HASH_SHA256_LIBSODIUM, sha_ni = HASH_SHA256_SHA_NI;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_row_hash_is_the_sum_of_slot_terms),
         cmocka_unit_test(test_one_changed_slot_always_changes_the_row),
         cmocka_unit_test(test_position_and_raw_output_count),
-        cmocka_unit_test(test_sha256_equals_libsodium),
-        cmocka_unit_test(test_set_hash_sorts_rows_and_reuses_known_ones),
+        cmocka_unit_test_prestate(test_sha256_equals_libsodium, &libsodium),
+        cmocka_unit_test_prestate(test_sha256_equals_libsodium, &sha_ni),
+        cmocka_unit_test_prestate(test_sha256_streamed_updates, &libsodium),
+        cmocka_unit_test_prestate(test_sha256_streamed_updates, &sha_ni),
+        cmocka_unit_test_prestate(test_set_hash_sorts_rows_and_reuses_known_ones, &libsodium),
+        cmocka_unit_test_prestate(test_set_hash_sorts_rows_and_reuses_known_ones, &sha_ni),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

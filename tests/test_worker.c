@@ -3,7 +3,8 @@
  * the remaining tasks run in a fresh process, a child killed by SIGSEGV is a crash naming the
  * signal, a child that dies mid-message or exits without a result is a crash, a child may ask
  * for a fresh process, SIGINT stops everything, children die with their parent, and no zombie is
- * ever left behind. */
+ * ever left behind. A keeper answers once and stays alive until stopped; a keeper that fails
+ * before its answer is reported like a task and nothing is kept. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -353,6 +354,69 @@ static void test_signal_names(void **unused)
     assert_string_equal(worker_signal_name(1000, name, sizeof(name)), "signal 1000");
 }
 
+static int start_keeper(struct seen *seen, struct worker_keeper *keeper, unsigned timeout_ms,
+                        struct audit_error *err)
+{
+    seen->task_count = 1;
+    return worker_keeper_start(keeper, child_main, on_result, seen, timeout_ms, err);
+}
+
+static void test_keeper_stays_until_stopped(void **unused)
+{
+    (void)unused;
+    struct seen seen;
+    struct worker_keeper keeper = { 0 };
+    struct audit_error err = { 0 };
+    reset(&seen);
+    assert_int_equal(start_keeper(&seen, &keeper, 5000, &err), 0);
+    assert_int_equal(seen.count, 1);
+    assert_int_equal(seen.outcome[0], WORKER_MESSAGE);
+    assert_string_equal(seen.description[0], "task 0");
+    assert_true(keeper.pid > 0);
+    /* Still there a while later, not a zombie: */
+    struct timespec pause = { 0, 50 * 1000 * 1000 };
+    nanosleep(&pause, NULL);
+    int status = 0;
+    assert_int_equal(waitpid(keeper.pid, &status, WNOHANG), 0);
+    /* Other workers run beside it. */
+    struct seen others;
+    reset(&others);
+    assert_int_equal(run_tasks(&others, 3, 5000, NULL, &err), 0);
+    assert_int_equal(others.count, 3);
+    assert_int_equal(waitpid(keeper.pid, &status, WNOHANG), 0);
+    worker_keeper_stop(&keeper);
+    assert_int_equal(keeper.pid, 0);
+    worker_keeper_stop(&keeper); /* nothing kept: nothing done */
+    assert_no_children();
+}
+
+static void test_keeper_failures_keep_nothing(void **unused)
+{
+    (void)unused;
+    static const enum behaviour failures[] = { SEGFAULT, EXIT_QUIETLY, EXIT_STATUS_3, HANG };
+    for (size_t i = 0; i < sizeof(failures) / sizeof(failures[0]); i++) {
+        struct seen seen;
+        struct worker_keeper keeper = { 0 };
+        struct audit_error err = { 0 };
+        reset(&seen);
+        script.at[0] = failures[i];
+        assert_int_equal(start_keeper(&seen, &keeper, 300, &err), 0);
+        assert_int_equal(seen.count, 1);
+        assert_int_equal(seen.outcome[0], failures[i] == HANG ? WORKER_HANG : WORKER_CRASH);
+        assert_int_equal(keeper.pid, 0);
+        assert_no_children();
+    }
+    /* A callback error after the answer: the child is not kept either. */
+    struct seen seen;
+    struct worker_keeper keeper = { 0 };
+    struct audit_error err = { 0 };
+    reset(&seen);
+    seen.stop_after = 1;
+    assert_int_equal(start_keeper(&seen, &keeper, 5000, &err), AUDIT_EDATA);
+    assert_int_equal(keeper.pid, 0);
+    assert_no_children();
+}
+
 #ifdef __linux__
 /* A worker whose parent is killed (SIGKILL: no handler runs) dies too. This process becomes a
  * subreaper so that the orphan is re-parented here and can be waited for. */
@@ -416,6 +480,8 @@ int main(void)
         cmocka_unit_test(test_callback_error_stops),
         cmocka_unit_test(test_sigint_stops_and_reaps),
         cmocka_unit_test(test_signal_names),
+        cmocka_unit_test(test_keeper_stays_until_stopped),
+        cmocka_unit_test(test_keeper_failures_keep_nothing),
 #ifdef __linux__
         cmocka_unit_test(test_children_die_with_the_parent),
 #endif
