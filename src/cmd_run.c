@@ -25,6 +25,7 @@
 #include "html_report.h"
 #include "json_util.h"
 #include "plugin.h"
+#include "record_wire.h"
 #include "replay.h"
 #include "report.h"
 #include "selection.h"
@@ -171,6 +172,7 @@ struct run_state {
     cJSON *device_identity;         /* this pass's device for per_device[] (NULL without) */
     bool any_device_lost;
     int stop_signal;                /* SIGINT or SIGTERM ended the run (0: none) */
+    struct worker_session session;  /* the session worker of this pass (docs/REPORT.md) */
 };
 
 enum run_option_id {
@@ -867,27 +869,49 @@ static int send_failure(struct worker_channel *channel, const char *key, int cod
     return send_json(channel, json);
 }
 
-static int record_worker_main(struct worker_channel *channel, size_t first, void *user)
+/* The reference output's hash and set hash, into result. */
+static int reference_hashes(const struct check_context *checks,
+                            const struct capture_record *replayed, uint32_t k,
+                            struct record_result *result, struct audit_error *err)
 {
-    const struct record_job *job = user;
+    hash_indices(checks->reference, (size_t)replayed->rows * k, result->reference_hash);
+    if (hash_index_sets(checks->reference, replayed->rows, k, result->reference_set_hash) < 0)
+        return audit_fail(err, AUDIT_ENOMEM, "out of memory hashing the reference sets");
+    return AUDIT_OK;
+}
+
+/* How the backends of one record replay. */
+static struct replay_options record_replay_options(struct run_state *state, const char *file,
+                                                   const char *stem, uint32_t record_index)
+{
+    const struct run_options *options = state->options;
+    const struct replay_options replay_options = {
+        .reps = options->reps,
+        .graph = options->graph,
+        .batch_invariance = options->batch_invariance,
+        .seed = options->seed,
+        .dump_dir = options->dump_dir,
+        .dump_stem = stem,
+        .gpu_prefilter = options->gpu_prefilter,
+        .file = file,
+        .record_index = record_index,
+        .progress = state->progress ? show_progress : NULL,
+        .progress_user = state,
+    };
+    return replay_options;
+}
+
+/* Replays backends first .. of job on device, sending one message each. Returns 0 when every
+ * one was sent; WORKER_JOB_LEAVE after a sticky CUDA error (the context is poisoned: the rest
+ * needs a fresh process), or after a fatal error was sent; 2 when the pipe broke, 3 when out of
+ * memory. *device_open_ms (the process's CUDA start, not yet charged) goes to the first backend
+ * replayed (a worker started again after a crash pays it again, for the backend it starts with). */
+static int replay_backends_from(struct worker_channel *channel, size_t first,
+                                struct replay_device *device, struct replay_input *input,
+                                double *device_open_ms, const struct record_job *job)
+{
     const struct run_options *options = job->state->options;
-    const struct capture_record *record = job->base->record;
-    struct replay_device *device = NULL;
-    struct replay_input *input = NULL;
     struct audit_error err = { 0 };
-    const double started_ms = report_monotonic_ms();
-    int status = replay_device_open(&device, job->state->ordinal,
-                                    (size_t)options->emulate_smem_per_sm, options->noise, &err);
-    if (status < 0)
-        return send_failure(channel, "device_error", status, err.message) < 0 ? 2 : 0;
-    /* The CUDA start of this process, charged to the first backend it replays (a worker started
-     * again after a crash pays it again, for the backend it starts with). */
-    double device_open_ms = report_monotonic_ms() - started_ms;
-    status = replay_input_create(device, record, job->base->k, &input, &err);
-    if (status < 0) {
-        status = send_failure(channel, "fatal", status, err.message) < 0 ? 2 : 0;
-        goto done;
-    }
     for (size_t task = first; task < options->backend_count; task++) {
         struct backend_result result;
         cJSON *entry = NULL;
@@ -895,16 +919,15 @@ static int record_worker_main(struct worker_channel *channel, size_t first, void
         backend_result_init(&result, options->backends[task]);
         result.graph_requested = options->graph;
         result.batch_requested = options->batch_invariance;
-        status = replay_backend(device, input, options->backends[task], job->checks, job->replay,
-                                &result, &err);
-        result.time.device_open_ms += device_open_ms;
-        result.time.total_ms += device_open_ms;
-        device_open_ms = 0;
+        int status = replay_backend(device, input, options->backends[task], job->checks,
+                                    job->replay, &result, &err);
+        result.time.device_open_ms += *device_open_ms;
+        result.time.total_ms += *device_open_ms;
+        *device_open_ms = 0;
         const bool lost = status == AUDIT_EDEVICE;
         if (status < 0 && !lost) {
             backend_result_release(&result);
-            status = send_failure(channel, "fatal", status, err.message) < 0 ? 2 : 0;
-            goto done;
+            return send_failure(channel, "fatal", status, err.message) < 0 ? 2 : WORKER_JOB_LEAVE;
         }
         if (lost)
             /* A sticky error: the backend's own fault, contained to this process. */
@@ -913,27 +936,139 @@ static int record_worker_main(struct worker_channel *channel, size_t first, void
         if (!message || !judge_backend_result(job, &result, &entry, &table)) {
             cJSON_Delete(message);
             backend_result_release(&result);
-            status = 3;
-            goto done;
+            return 3;
         }
         backend_result_release(&result);
         cJSON_AddItemToObject(message, "entry", entry);
         cJSON_AddStringToObject(message, "table", table);
         free(table);
-        if (send_json(channel, message) < 0) {
-            status = 2;
-            goto done;
-        }
-        status = 0;
+        if (send_json(channel, message) < 0)
+            return 2;
         if (lost)
-            break; /* the context is poisoned: the parent starts a fresh worker for the rest */
+            return WORKER_JOB_LEAVE;
     }
-done:
+    return 0;
+}
+
+/* A worker forked for one record (records too big to send to the session worker): the job is
+ * the parent's own, as it was at the fork. */
+static int record_worker_main(struct worker_channel *channel, size_t first, void *user)
+{
+    const struct record_job *job = user;
+    const struct run_options *options = job->state->options;
+    struct replay_device *device = NULL;
+    struct replay_input *input = NULL;
+    struct audit_error err = { 0 };
+    const double started_ms = report_monotonic_ms();
+    int status = replay_device_open(&device, job->state->ordinal,
+                                    (size_t)options->emulate_smem_per_sm, options->noise, &err);
+    if (status < 0)
+        return send_failure(channel, "device_error", status, err.message) < 0 ? 2 : 0;
+    double device_open_ms = report_monotonic_ms() - started_ms;
+    status = replay_input_create(device, job->base->record, job->base->k, &input, &err);
+    if (status < 0)
+        status = send_failure(channel, "fatal", status, err.message) < 0 ? 2 : 0;
+    else
+        status = replay_backends_from(channel, first, device, input, &device_open_ms, job);
     /* A poisoned context may refuse its teardown; the process exit releases it anyway. */
-    if (device && !replay_device_lost(device)) {
+    if (!replay_device_lost(device)) {
         replay_input_free(input);
         replay_device_close(device);
     }
+    return status == WORKER_JOB_LEAVE ? 0 : status;
+}
+
+/* ---- the session worker: every record of a device pass in one process ------------------------
+ *
+ * Creating a CUDA context takes ~130 ms on the H200 (docs/PERF.md "The audit itself"), more than
+ * all the kernels of a 25-rep audit of a large record; a worker forked per record paid it every
+ * time. The session worker is forked once per device pass, starts CUDA while the main process
+ * reads the first record, and replays record after record: each is sent to it whole
+ * (src/record_wire.h, through the session's socket), and it prepares the checks and the census of
+ * each again for its own judging (the main process has its own for the report). A crash, hang or
+ * poisoned context ends it like a per-record worker, and a fresh one takes the rest. */
+
+/* The session worker's own state: only ever set in that process. */
+static struct {
+    struct replay_device *device;
+    double device_open_ms; /* its CUDA start, not yet charged to a backend */
+    int open_status;
+    char open_error[AUDIT_ERROR_MESSAGE_BYTES];
+} session_worker;
+
+/* The session worker's start (worker_start_fn): CUDA, before the first record arrives. */
+static void session_worker_start(void *user)
+{
+    const struct run_state *state = user;
+    const struct run_options *options = state->options;
+    struct audit_error err = { 0 };
+    const double started_ms = report_monotonic_ms();
+    session_worker.open_status = replay_device_open(&session_worker.device, state->ordinal,
+                                                    (size_t)options->emulate_smem_per_sm,
+                                                    options->noise, &err);
+    session_worker.device_open_ms = report_monotonic_ms() - started_ms;
+    if (session_worker.open_status < 0)
+        snprintf(session_worker.open_error, sizeof(session_worker.open_error), "%s",
+                 err.message);
+}
+
+/* The session worker's job (worker_job_fn): one record, backends first .. */
+static int session_worker_job(struct worker_channel *channel, size_t first, void *buffer,
+                              size_t bytes, void *user)
+{
+    struct run_state *state = user;
+    const struct run_options *options = state->options;
+    struct capture_record record;
+    struct check_context checks;
+    struct record_result result = { 0 };
+    struct census_row *census_rows = NULL;
+    cJSON *census = NULL;
+    struct replay_input *input = NULL;
+    struct audit_error err = { 0 };
+    const char *file = NULL, *stem = NULL;
+    uint32_t k = 0;
+    int status;
+    if (!record_wire_decode(buffer, bytes, &record, &k, &file, &stem))
+        return send_failure(channel, "fatal", AUDIT_EIO,
+                            "the session worker got a malformed record") < 0 ? 2
+                                                                           : WORKER_JOB_LEAVE;
+    if (session_worker.open_status < 0)
+        return send_failure(channel, "device_error", session_worker.open_status,
+                            session_worker.open_error) < 0 ? 2 : WORKER_JOB_LEAVE;
+    memset(&checks, 0, sizeof(checks));
+    status = checks_prepare(&checks, &record, k, &err);
+    if (status < 0)
+        return send_failure(channel, "fatal", status, err.message) < 0 ? 2 : WORKER_JOB_LEAVE;
+    status = census_record_json(&record, &k, 1, &census, &census_rows, &err);
+    if (status == AUDIT_OK)
+        status = reference_hashes(&checks, &record, k, &result, &err);
+    if (status == AUDIT_OK)
+        status = replay_input_create(session_worker.device, &record, k, &input, &err);
+    if (status < 0) {
+        status = send_failure(channel, "fatal", status, err.message) < 0 ? 2 : WORKER_JOB_LEAVE;
+        goto done;
+    }
+    result.file = file;
+    result.record = &record;
+    result.k = k;
+    result.source_rows = options->rows;
+    result.census = census;
+    result.census_rows = census_rows;
+    const struct replay_options replay_options = record_replay_options(state, file, stem,
+                                                                       record.index);
+    state->progress_file = file;
+    state->progress_record = record.index;
+    const struct record_job job = {
+        .state = state, .base = &result, .checks = &checks, .replay = &replay_options,
+    };
+    status = replay_backends_from(channel, first, session_worker.device, input,
+                                  &session_worker.device_open_ms, &job);
+    if (!replay_device_lost(session_worker.device))
+        replay_input_free(input);
+done:
+    checks_release(&checks);
+    cJSON_Delete(census);
+    free(census_rows);
     return status;
 }
 
@@ -1030,9 +1165,22 @@ static bool check_interrupted(struct run_state *state)
  * the backends that got an outcome. */
 static void run_backends(struct run_state *state, struct record_job *job)
 {
+    const struct run_options *options = state->options;
     struct audit_error err = { 0 };
-    int status = worker_run_tasks(state->options->backend_count, record_worker_main,
-                                  on_record_result, job, state->options->timeout_ms, NULL, &err);
+    size_t bytes = 0;
+    int status;
+    void *wire = record_wire_encode(job->base->record, job->base->k, job->base->file,
+                                    job->replay->dump_stem, &bytes);
+    if (wire) {
+        status = worker_session_run_job(&state->session, wire, bytes, options->backend_count,
+                                        on_record_result, job, options->timeout_ms, &err);
+        free(wire);
+    } else {
+        /* Too big to copy (or no memory for the copy): a worker forked for this record sees it
+         * where it is. */
+        status = worker_run_tasks(options->backend_count, record_worker_main, on_record_result,
+                                  job, options->timeout_ms, NULL, &err);
+    }
     if (status == WORKER_STOPPED)
         check_interrupted(state);
     else if (status < 0 && !state->stopped && !state->device_failed)
@@ -1106,11 +1254,9 @@ static void run_record(struct run_state *state, const char *file, const char *st
         .backend_count = 0, /* the backends' entries are built by the workers */
     };
     phase_started_ms = report_monotonic_ms();
-    hash_indices(checks.reference, (size_t)replayed->rows * k, result.reference_hash);
-    if (hash_index_sets(checks.reference, replayed->rows, k, result.reference_set_hash) < 0) {
-        status = audit_fail(&err, AUDIT_ENOMEM, "out of memory hashing the reference sets");
+    status = reference_hashes(&checks, replayed, k, &result, &err);
+    if (status < 0)
         goto fatal;
-    }
     time.reference_ms += report_monotonic_ms() - phase_started_ms;
     entries = calloc(options->backend_count, sizeof(*entries));
     table_lines = calloc(options->backend_count, sizeof(*table_lines));
@@ -1119,19 +1265,8 @@ static void run_record(struct run_state *state, const char *file, const char *st
         goto fatal;
     }
 
-    const struct replay_options replay_options = {
-        .reps = options->reps,
-        .graph = options->graph,
-        .batch_invariance = options->batch_invariance,
-        .seed = options->seed,
-        .dump_dir = options->dump_dir,
-        .dump_stem = stem,
-        .gpu_prefilter = options->gpu_prefilter,
-        .file = file,
-        .record_index = record->index,
-        .progress = state->progress ? show_progress : NULL,
-        .progress_user = state,
-    };
+    const struct replay_options replay_options = record_replay_options(state, file, stem,
+                                                                       record->index);
     state->progress_file = file;
     state->progress_record = record->index;
     struct record_job job = {
@@ -1374,6 +1509,8 @@ static void start_device_pass(struct run_state *state, size_t pass, cJSON *devic
     const struct run_options *options = state->options;
     const int ordinal = options->devices[pass];
     const struct gpu_device_info *info = probed_info(state, ordinal);
+    /* The session worker replays on one device: the next record forks one for this pass's. */
+    worker_session_stop(&state->session);
     state->ordinal = ordinal;
     state->device_failed = false;
     cJSON_Delete(state->device_identity);
@@ -1518,6 +1655,7 @@ static int run_run(int argc, char **argv)
     struct worker_keeper probe_keeper = { 0 }; /* the probe process, kept (probe_devices) */
     cJSON *devices = NULL; /* --devices: the device of each entry, for the cross_device block */
     int first_path = 0;
+    worker_session_init(&state.session, session_worker_job, session_worker_start, &state);
     int exit_code = parse_options(argc, argv, &options, &first_path);
     if (exit_code >= 0)
         goto done;
@@ -1601,6 +1739,10 @@ static int run_run(int argc, char **argv)
     if (!options.quiet && options.format == TABLE_ON)
         state.table = report_on_stdout ? stderr : stdout;
     state.progress = !options.quiet && isatty(STDERR_FILENO);
+    /* The session worker now (the state it copies is complete): its CUDA start overlaps the
+     * reading of the first record. A failed fork is tried again at the first record. */
+    if (state.device_available && !state.device_failed)
+        (void)worker_session_start(&state.session, &err);
 
     if (first_path >= argc) {
         if (expand_path(&inputs, RUN_DEFAULT_CAPTURES, &err) < 0)
@@ -1667,6 +1809,7 @@ static int run_run(int argc, char **argv)
             fprintf(state.table, "# html: %s\n", options.html_out);
     }
 done:
+    worker_session_stop(&state.session);
     worker_keeper_stop(&probe_keeper);
     if (report_started)
         report_release(&state.report);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -121,10 +122,59 @@ int worker_send(struct worker_channel *channel, const void *data, size_t bytes)
     return AUDIT_OK;
 }
 
-/* kept: a keeper (worker_keeper_start): once child_main has sent its message and returned 0,
- * the child stays, idle, until the parent kills it or dies. */
+/* A session child's job, as it travels: this header, then job_bytes bytes. */
+struct job_header {
+    uint64_t first_task;
+    uint64_t job_bytes;
+};
+
+/* Reads exactly bytes from a session child's job socket; false at end of file or on an error. */
+static bool read_job_bytes(int fd, void *buffer, size_t bytes)
+{
+    unsigned char *cursor = buffer;
+    while (bytes > 0) {
+        ssize_t count = read(fd, cursor, bytes);
+        if (count < 0 && errno == EINTR)
+            continue;
+        if (count <= 0)
+            return false;
+        cursor += count;
+        bytes -= (size_t)count;
+    }
+    return true;
+}
+
+/* A session's child: its start-up, then job after job until the parent closes the socket (exit
+ * 0), a job asks for a fresh process (WORKER_JOB_LEAVE: exit 0) or fails (its status). */
+static int session_child_main(struct worker_channel *channel, struct worker_session *session,
+                              int job_fd)
+{
+    if (session->child_start)
+        session->child_start(session->user);
+    for (;;) {
+        struct job_header header;
+        if (!read_job_bytes(job_fd, &header, sizeof(header)))
+            return 0;
+        void *job = malloc(header.job_bytes ? header.job_bytes : 1);
+        if (!job || !read_job_bytes(job_fd, job, header.job_bytes)) {
+            free(job);
+            return job ? 0 : 3;
+        }
+        int status = session->job_main(channel, header.first_task, job, header.job_bytes,
+                                       session->user);
+        free(job);
+        if (status == WORKER_JOB_LEAVE)
+            return 0;
+        if (status != 0)
+            return status;
+    }
+}
+
+/* The child of run_batch: child_main for one-shot and kept children (kept: once child_main has
+ * sent its message and returned 0, the child stays, idle, until the parent kills it or dies),
+ * or, with job_fd >= 0, the session user is the struct worker_session whose jobs it serves. */
 static void child_run(int read_fd, int write_fd, pid_t parent, worker_child_fn child_main,
-                      size_t first_task, void *user, bool kept)
+                      size_t first_task, void *user, int job_fd, bool kept)
 {
     close(read_fd);
 #ifdef __linux__
@@ -140,7 +190,8 @@ static void child_run(int read_fd, int write_fd, pid_t parent, worker_child_fn c
     signal(SIGTERM, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
     struct worker_channel channel = { write_fd };
-    int status = child_main(&channel, first_task, user);
+    int status = job_fd >= 0 ? session_child_main(&channel, user, job_fd)
+                             : child_main(&channel, first_task, user);
     if (status < 0)
         status = -status;
     if (kept && status == 0) {
@@ -271,45 +322,209 @@ static void event_reset(struct worker_event *event, enum worker_outcome outcome)
  * context teardown takes a moment). */
 #define WORKER_EXIT_GRACE_MS 10000
 
-/* worker_run_tasks, and worker_keeper_start when kept is set: the child that sends the last
- * task's message is left running and *kept is its pid (0 when no child sent it). */
-static int run_tasks(size_t task_count, worker_child_fn child_main, worker_result_fn on_result,
-                     void *user, unsigned timeout_ms, struct worker_stats *stats, pid_t *kept,
-                     struct audit_error *err)
+/* What one call of the engine below runs: task_count tasks, in one-shot children (child_main),
+ * in a kept child (kept: worker_keeper_start), or in a session's child (session, with the job
+ * each child is given). */
+struct task_batch {
+    size_t task_count;
+    worker_child_fn child_main;
+    pid_t *kept;
+    struct worker_session *session;
+    const void *job;
+    size_t job_bytes;
+    worker_result_fn on_result;
+    void *user;
+    unsigned timeout_ms;
+    struct worker_stats *stats;
+};
+
+static void session_forget(struct worker_session *session)
 {
-    struct worker_stats local = { 0 };
+    if (session->result_fd >= 0)
+        close(session->result_fd);
+    if (session->job_fd >= 0)
+        close(session->job_fd);
+    session->result_fd = session->job_fd = -1;
+    session->pid = 0;
+}
+
+/* Forks the child of a batch: the pipe for its messages, and for a session the socket its jobs
+ * come through. Returns the pid (> 0) or a negative code with err filled. */
+static pid_t start_child(const struct task_batch *batch, size_t first, int *result_fd,
+                         struct audit_error *err)
+{
+    int fds[2], job_fds[2] = { -1, -1 };
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return audit_fail(err, AUDIT_EDEVICE, "cannot create a worker pipe: %s", strerror(errno));
+    /* A socket, not a pipe: send(MSG_NOSIGNAL) to a child that is gone fails with EPIPE instead
+     * of raising SIGPIPE in the parent. */
+    if (batch->session && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, job_fds) != 0) {
+        int saved = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return audit_fail(err, AUDIT_EDEVICE, "cannot create a worker socket: %s",
+                          strerror(saved));
+    }
+    fflush(NULL);
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) {
+        int saved = errno;
+        close(fds[0]);
+        close(fds[1]);
+        if (job_fds[0] >= 0) {
+            close(job_fds[0]);
+            close(job_fds[1]);
+        }
+        return audit_fail(err, AUDIT_EDEVICE, "cannot start a worker process: %s",
+                          strerror(saved));
+    }
+    if (pid == 0) {
+        if (batch->session) {
+            close(job_fds[0]);
+            child_run(fds[0], fds[1], parent, NULL, first, batch->session, job_fds[1], false);
+        }
+        child_run(fds[0], fds[1], parent, batch->child_main, first, batch->user, -1,
+                  batch->kept != NULL);
+    }
+    close(fds[1]);
+    *result_fd = fds[0];
+    if (batch->session) {
+        close(job_fds[1]);
+        fcntl(job_fds[0], F_SETFL, fcntl(job_fds[0], F_GETFL) | O_NONBLOCK);
+        batch->session->pid = pid;
+        batch->session->result_fd = fds[0];
+        batch->session->job_fd = job_fds[0];
+    }
+    batch->stats->processes++;
+    return pid;
+}
+
+enum delivery {
+    DELIVERED,
+    DELIVERY_GONE,    /* the child closed its end: it is gone or going */
+    DELIVERY_TIMEOUT, /* it took nothing before the deadline (a child stuck in its start-up) */
+    DELIVERY_STOPPED,
+};
+
+/* Sends bytes on the session's non-blocking socket, polling like read_full: the watchdog and
+ * the stop flag also cover a child that does not read. */
+static enum delivery send_full(int fd, const void *data, size_t bytes, int64_t deadline)
+{
+    const unsigned char *cursor = data;
+    while (bytes > 0) {
+        ssize_t sent = send(fd, cursor, bytes, MSG_NOSIGNAL);
+        if (sent > 0) {
+            cursor += sent;
+            bytes -= (size_t)sent;
+            continue;
+        }
+        if (sent < 0 && errno == EINTR)
+            continue;
+        if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            return DELIVERY_GONE;
+        if (stop_signal_received)
+            return DELIVERY_STOPPED;
+        int slice = WORKER_POLL_SLICE_MS;
+        if (deadline) {
+            const int64_t left = deadline - now_ms();
+            if (left <= 0)
+                return DELIVERY_TIMEOUT;
+            if (left < slice)
+                slice = (int)left;
+        }
+        struct pollfd pending = { .fd = fd, .events = POLLOUT };
+        if (poll(&pending, 1, slice) < 0 && errno != EINTR)
+            return DELIVERY_GONE;
+    }
+    return DELIVERED;
+}
+
+/* Gives a session's child its job, tasks from first on, within the task timeout. */
+static enum delivery deliver_job(const struct task_batch *batch, size_t first)
+{
+    const struct job_header header = { first, batch->job_bytes };
+    const int64_t deadline = batch->timeout_ms ? now_ms() + batch->timeout_ms : 0;
+    enum delivery delivery = send_full(batch->session->job_fd, &header, sizeof(header), deadline);
+    if (delivery == DELIVERED)
+        delivery = send_full(batch->session->job_fd, batch->job, batch->job_bytes, deadline);
+    return delivery;
+}
+
+/* A child that did nothing within the timeout (what: "no result", "took no job"): killed and
+ * reaped, and the event that says so. */
+static void kill_hung_child(pid_t pid, const char *what, unsigned timeout_ms,
+                            struct worker_event *event, struct worker_stats *stats)
+{
+    event_reset(event, WORKER_HANG);
+    snprintf(event->description, sizeof(event->description),
+             "%s within the %u.%03u s timeout: killed", what, timeout_ms / 1000,
+             timeout_ms % 1000);
+    reap_child(pid, 0, true);
+    stats->hangs++;
+}
+
+/* Kills and reaps a child the parent stops reading, and closes its pipe (a session's: forgets
+ * it). */
+static void abandon_child(pid_t pid, int fd, struct worker_session *session)
+{
+    reap_child(pid, 0, true);
+    if (session)
+        session_forget(session);
+    else
+        close(fd);
+}
+
+/* The engine of worker_run_tasks, worker_keeper_start and worker_session_run_job. */
+static int run_batch(const struct task_batch *batch, struct audit_error *err)
+{
     struct worker_event event;
+    struct worker_session *session = batch->session;
     unsigned char *message = NULL;
+    const size_t task_count = batch->task_count;
+    const unsigned timeout_ms = batch->timeout_ms;
     size_t next = 0;
     int status = AUDIT_OK;
-    if (!stats)
-        stats = &local;
     while (next < task_count) {
-        int fds[2];
-        if (stop_signal_received)
+        if (stop_signal_received) {
+            worker_session_stop(session);
             return WORKER_STOPPED;
-        if (pipe2(fds, O_CLOEXEC) != 0)
-            return audit_fail(err, AUDIT_EDEVICE, "cannot create a worker pipe: %s",
-                              strerror(errno));
-        fflush(NULL);
-        const pid_t parent = getpid();
-        const pid_t pid = fork();
-        if (pid < 0) {
-            int saved = errno;
-            close(fds[0]);
-            close(fds[1]);
-            return audit_fail(err, AUDIT_EDEVICE, "cannot start a worker process: %s",
-                              strerror(saved));
         }
-        if (pid == 0)
-            child_run(fds[0], fds[1], parent, child_main, next, user, kept != NULL);
-        close(fds[1]);
-        int fd = fds[0];
-        stats->processes++;
+        int fd = -1;
+        pid_t pid;
+        /* A session's child from an earlier job, or a fresh one. */
+        const bool reused = session && session->pid > 0;
+        if (reused) {
+            pid = session->pid;
+            fd = session->result_fd;
+        } else {
+            pid = start_child(batch, next, &fd, err);
+            if (pid < 0)
+                return (int)pid;
+        }
+        const enum delivery delivery = session ? deliver_job(batch, next) : DELIVERED;
+        if (delivery == DELIVERY_GONE && reused) {
+            /* It left after its last job (a poisoned context): a fresh one takes this job. A
+             * fresh child that cannot take it is read from below, and charged with the task. */
+            reap_child(pid, 0, true);
+            session_forget(session);
+            continue;
+        }
+        if (delivery == DELIVERY_STOPPED) {
+            reap_child(pid, 0, true);
+            session_forget(session);
+            return WORKER_STOPPED;
+        }
         size_t received = 0;
         bool charged = false; /* the current task got a HANG or CRASH outcome */
         bool reaped = false;
+        bool kept = false;    /* the child stays: kept, or a session's */
         for (;;) {
+            if (delivery == DELIVERY_TIMEOUT) {
+                kill_hung_child(pid, "took no job", timeout_ms, &event, batch->stats);
+                reaped = charged = true;
+                break;
+            }
             const int64_t deadline = timeout_ms ? now_ms() + timeout_ms : 0;
             uint32_t length = 0;
             size_t got = 0;
@@ -325,8 +540,7 @@ static int run_tasks(size_t task_count, worker_child_fn child_main, worker_resul
             if (result == READ_COMPLETE) {
                 message = malloc((size_t)length + 1);
                 if (!message) {
-                    reap_child(pid, 0, true);
-                    close(fd);
+                    abandon_child(pid, fd, session);
                     return audit_fail(err, AUDIT_ENOMEM, "out of memory for a worker message "
                                                          "of %u bytes", length);
                 }
@@ -339,25 +553,28 @@ static int run_tasks(size_t task_count, worker_child_fn child_main, worker_resul
                 event_reset(&event, WORKER_MESSAGE);
                 event.data = message;
                 event.bytes = length;
-                int verdict = on_result(user, next, &event);
+                int verdict = batch->on_result(batch->user, next, &event);
                 free(message);
                 message = NULL;
                 next++;
                 received++;
                 if (verdict < 0) {
-                    reap_child(pid, 0, true);
-                    close(fd);
+                    abandon_child(pid, fd, session);
                     return verdict;
                 }
                 if (next == task_count) {
-                    /* Done: let it exit (closing the pipe first: a child that still writes gets
-                     * EPIPE); a child stuck in teardown is killed. A keeper stays. */
-                    close(fd);
-                    fd = -1;
-                    if (kept)
-                        *kept = pid;
-                    else
+                    if (batch->kept) {
+                        *batch->kept = pid;
+                        kept = true;
+                    } else if (session) {
+                        kept = true; /* waits for the next job */
+                    } else {
+                        /* Done: let it exit (closing the pipe first: a child that still
+                         * writes gets EPIPE); a child stuck in teardown is killed. */
+                        close(fd);
+                        fd = -1;
                         reap_child(pid, WORKER_EXIT_GRACE_MS, false);
+                    }
                     reaped = true;
                     break;
                 }
@@ -366,18 +583,12 @@ static int run_tasks(size_t task_count, worker_child_fn child_main, worker_resul
             free(message);
             message = NULL;
             if (result == READ_STOPPED) {
-                reap_child(pid, 0, true);
-                close(fd);
+                abandon_child(pid, fd, session);
                 return WORKER_STOPPED;
             }
             if (result == READ_TIMEOUT) {
-                event_reset(&event, WORKER_HANG);
-                snprintf(event.description, sizeof(event.description),
-                         "no result within the %u.%03u s timeout: killed", timeout_ms / 1000,
-                         timeout_ms % 1000);
-                reap_child(pid, 0, true);
+                kill_hung_child(pid, "no result", timeout_ms, &event, batch->stats);
                 reaped = charged = true;
-                stats->hangs++;
                 break;
             }
             /* End of file (or a broken pipe): the child is gone or going. */
@@ -389,22 +600,29 @@ static int run_tasks(size_t task_count, worker_child_fn child_main, worker_resul
                 charged = true;
             } else if (describe_exit(exit_status, &event, "")) {
                 charged = true;
-            } else if (received == 0) {
+            } else if (received == 0 && !reused) {
                 snprintf(event.description, sizeof(event.description),
                          "exited without sending a result");
                 charged = true;
             }
-            /* else: it exited cleanly after some results and asks for a fresh process. */
+            /* else: it exited cleanly after some results (or, a session's child, after its last
+             * job) and asks for a fresh process for the rest. */
             break;
         }
-        if (fd >= 0)
-            close(fd);
-        if (!reaped)
-            reap_child(pid, 0, true);
+        if (!kept) {
+            if (!reaped)
+                reap_child(pid, 0, true);
+            if (session)
+                session_forget(session);
+            else if (fd >= 0)
+                close(fd);
+        } else if (batch->kept) {
+            close(fd); /* a keeper sends nothing more */
+        }
         if (charged && next < task_count) {
             if (event.outcome == WORKER_CRASH)
-                stats->crashes++;
-            status = on_result(user, next, &event);
+                batch->stats->crashes++;
+            status = batch->on_result(batch->user, next, &event);
             next++;
             if (status < 0)
                 return status;
@@ -417,7 +635,12 @@ int worker_run_tasks(size_t task_count, worker_child_fn child_main, worker_resul
                      void *user, unsigned timeout_ms, struct worker_stats *stats,
                      struct audit_error *err)
 {
-    return run_tasks(task_count, child_main, on_result, user, timeout_ms, stats, NULL, err);
+    struct worker_stats local = { 0 };
+    const struct task_batch batch = {
+        .task_count = task_count, .child_main = child_main, .on_result = on_result,
+        .user = user, .timeout_ms = timeout_ms, .stats = stats ? stats : &local,
+    };
+    return run_batch(&batch, err);
 }
 
 /* ---- keepers -------------------------------------------------------------------------------- */
@@ -426,8 +649,13 @@ int worker_keeper_start(struct worker_keeper *keeper, worker_child_fn child_main
                         worker_result_fn on_result, void *user, unsigned timeout_ms,
                         struct audit_error *err)
 {
+    struct worker_stats local = { 0 };
     keeper->pid = 0;
-    int status = run_tasks(1, child_main, on_result, user, timeout_ms, NULL, &keeper->pid, err);
+    const struct task_batch batch = {
+        .task_count = 1, .child_main = child_main, .kept = &keeper->pid, .on_result = on_result,
+        .user = user, .timeout_ms = timeout_ms, .stats = &local,
+    };
+    int status = run_batch(&batch, err);
     if (status != AUDIT_OK)
         worker_keeper_stop(keeper);
     return status;
@@ -440,4 +668,49 @@ void worker_keeper_stop(struct worker_keeper *keeper)
     /* SIGKILL at once: a keeper only holds what process exit releases. */
     reap_child(keeper->pid, 0, true);
     keeper->pid = 0;
+}
+
+/* ---- sessions ------------------------------------------------------------------------------- */
+
+void worker_session_init(struct worker_session *session, worker_job_fn job_main,
+                         worker_start_fn child_start, void *user)
+{
+    memset(session, 0, sizeof(*session));
+    session->job_main = job_main;
+    session->child_start = child_start;
+    session->user = user;
+    session->result_fd = session->job_fd = -1;
+}
+
+int worker_session_start(struct worker_session *session, struct audit_error *err)
+{
+    if (session->pid > 0)
+        return AUDIT_OK;
+    int fd = -1;
+    const struct task_batch batch = { .session = session, .stats = &session->stats };
+    const pid_t pid = start_child(&batch, 0, &fd, err);
+    return pid < 0 ? (int)pid : AUDIT_OK;
+}
+
+int worker_session_run_job(struct worker_session *session, const void *job, size_t job_bytes,
+                           size_t task_count, worker_result_fn on_result, void *user,
+                           unsigned timeout_ms, struct audit_error *err)
+{
+    const struct task_batch batch = {
+        .task_count = task_count, .session = session, .job = job, .job_bytes = job_bytes,
+        .on_result = on_result, .user = user, .timeout_ms = timeout_ms, .stats = &session->stats,
+    };
+    return run_batch(&batch, err);
+}
+
+void worker_session_stop(struct worker_session *session)
+{
+    if (!session || session->pid <= 0)
+        return;
+    /* End of its jobs: the child leaves its loop and exits as a worker does (CUDA teardown
+     * within the grace period, else killed). */
+    close(session->job_fd);
+    session->job_fd = -1;
+    reap_child(session->pid, WORKER_EXIT_GRACE_MS, false);
+    session_forget(session);
 }

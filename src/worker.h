@@ -107,6 +107,38 @@ int worker_keeper_start(struct worker_keeper *keeper, worker_child_fn child_main
 /* Kills and reaps a kept child; nothing when none is kept. */
 void worker_keeper_stop(struct worker_keeper *keeper);
 
+/* A session: one child that serves job after job, so that what it sets up once (`run`: the CUDA
+ * context) serves every record. worker_session_run_job(session, job, ..., task_count, ...) runs
+ * tasks 0 .. task_count - 1 of one job exactly as worker_run_tasks does (one message per task in
+ * order, the same watchdog, outcomes, fresh processes after a hang or crash), except that the
+ * child is the session's: forked when there is none (child_start, if any, runs first in it),
+ * given the job bytes through a socket and kept, waiting for the next job, once the last task's
+ * message came. The child's job_main(channel, first, job, bytes, user) sends the messages of tasks
+ * first .. task_count - 1 and returns 0 to wait for the next job, WORKER_JOB_LEAVE to exit (the
+ * next job, or the rest of this one, goes to a fresh child: a poisoned CUDA context), or anything
+ * else to exit as a crash. worker_session_stop closes the socket: the child leaves its loop and
+ * exits (killed after a grace period). */
+#define WORKER_JOB_LEAVE 1
+typedef int (*worker_job_fn)(struct worker_channel *channel, size_t first_task, void *job,
+                             size_t job_bytes, void *user); /* job: the child's own copy */
+typedef void (*worker_start_fn)(void *user);
+struct worker_session {
+    worker_job_fn job_main;
+    worker_start_fn child_start; /* NULL: nothing to do before the first job */
+    void *user;                  /* the child's (its copy, as at the fork) */
+    pid_t pid;                   /* 0: no child now */
+    int result_fd, job_fd;
+    struct worker_stats stats;
+};
+void worker_session_init(struct worker_session *session, worker_job_fn job_main,
+                         worker_start_fn child_start, void *user);
+/* Forks the child now (its child_start runs while the parent goes on); 0 or AUDIT_EDEVICE. */
+int worker_session_start(struct worker_session *session, struct audit_error *err);
+int worker_session_run_job(struct worker_session *session, const void *job, size_t job_bytes,
+                           size_t task_count, worker_result_fn on_result, void *user,
+                           unsigned timeout_ms, struct audit_error *err);
+void worker_session_stop(struct worker_session *session);
+
 /* SIGINT and SIGTERM set the stop flag (no SA_RESTART: blocking calls return EINTR). Returns 0
  * or -1. worker_signals_restore puts back the previous handlers. */
 int worker_signals_install(void);

@@ -4,11 +4,14 @@
  * signal, a child that dies mid-message or exits without a result is a crash, a child may ask
  * for a fresh process, SIGINT stops everything, children die with their parent, and no zombie is
  * ever left behind. A keeper answers once and stays alive until stopped; a keeper that fails
- * before its answer is reported like a task and nothing is kept. */
+ * before its answer is reported like a task and nothing is kept. A session serves job after job
+ * in one child (its start-up run once), gets each job's bytes intact, and after a crash, a hang
+ * or a child that leaves goes on in a fresh child, charging only the task that failed. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -417,6 +420,230 @@ static void test_keeper_failures_keep_nothing(void **unused)
     assert_no_children();
 }
 
+/* ---- sessions ---- */
+
+#define SESSION_JOB_TASKS 4
+
+/* A session job: what each task does, then a payload the child checks. */
+struct session_job {
+    int id;
+    enum behaviour at[SESSION_JOB_TASKS];
+    uint32_t payload_bytes;
+    uint32_t payload_sum;
+    /* payload_bytes bytes follow */
+};
+
+static int session_started; /* in the child: how often child_start ran */
+static bool session_start_hangs; /* set by the parent before the fork */
+
+static void session_child_start(void *user)
+{
+    (void)user;
+    if (session_start_hangs)
+        sleep_forever();
+    session_started++;
+}
+
+/* Sends "job J task T pid P starts S ok|bad" per task, or fails as the job says. */
+static int session_job_main(struct worker_channel *channel, size_t first, void *job,
+                            size_t job_bytes, void *user)
+{
+    (void)user;
+    const struct session_job *header = job;
+    if (job_bytes < sizeof(*header) || job_bytes != sizeof(*header) + header->payload_bytes)
+        return 7;
+    const unsigned char *payload = (const unsigned char *)(header + 1);
+    uint32_t sum = 0;
+    for (uint32_t i = 0; i < header->payload_bytes; i++)
+        sum = sum * 31 + payload[i];
+    for (size_t task = first; task < SESSION_JOB_TASKS; task++) {
+        char text[128];
+        switch (header->at[task]) {
+        case HANG: sleep_forever(); break;
+        case SEGFAULT:
+            signal(SIGSEGV, SIG_DFL);
+            raise(SIGSEGV);
+            return 9;
+        case EXIT_STATUS_3: return 3;
+        default: break;
+        }
+        snprintf(text, sizeof(text), "job %d task %zu pid %d starts %d %s", header->id, task,
+                 (int)getpid(), session_started, sum == header->payload_sum ? "ok" : "bad");
+        if (worker_send(channel, text, strlen(text) + 1) != 0)
+            return 2;
+        if (header->at[task] == SEND_THEN_LEAVE)
+            return WORKER_JOB_LEAVE;
+    }
+    return 0;
+}
+
+/* What the parent saw of one session job. */
+struct session_seen {
+    size_t count;
+    enum worker_outcome outcome[SESSION_JOB_TASKS];
+    int pid[SESSION_JOB_TASKS];
+    char text[SESSION_JOB_TASKS][300];
+};
+
+static int on_session_result(void *user, size_t task, const struct worker_event *event)
+{
+    struct session_seen *seen = user;
+    size_t n = seen->count++;
+    assert_int_equal(n, task);
+    seen->outcome[n] = event->outcome;
+    seen->pid[n] = 0;
+    if (event->outcome == WORKER_MESSAGE) {
+        snprintf(seen->text[n], sizeof(seen->text[n]), "%s", (const char *)event->data);
+        const char *pid = strstr(seen->text[n], "pid ");
+        seen->pid[n] = pid ? atoi(pid + 4) : 0;
+    } else {
+        snprintf(seen->text[n], sizeof(seen->text[n]), "%s", event->description);
+    }
+    return AUDIT_OK;
+}
+
+/* Runs job id with the given behaviours and a payload of payload_bytes. */
+static int run_session_job_within(struct worker_session *session, int id,
+                                  const enum behaviour at[SESSION_JOB_TASKS],
+                                  uint32_t payload_bytes, unsigned timeout_ms,
+                                  struct session_seen *seen)
+{
+    struct session_job *job = malloc(sizeof(*job) + payload_bytes);
+    assert_non_null(job);
+    memset(job, 0, sizeof(*job));
+    job->id = id;
+    memcpy(job->at, at, sizeof(job->at));
+    job->payload_bytes = payload_bytes;
+    unsigned char *payload = (unsigned char *)(job + 1);
+    for (uint32_t i = 0; i < payload_bytes; i++) {
+        payload[i] = (unsigned char)(i * 7 + (uint32_t)id);
+        job->payload_sum = job->payload_sum * 31 + payload[i];
+    }
+    struct audit_error err = { 0 };
+    memset(seen, 0, sizeof(*seen));
+    int status = worker_session_run_job(session, job, sizeof(*job) + payload_bytes,
+                                        SESSION_JOB_TASKS, on_session_result, seen, timeout_ms,
+                                        &err);
+    free(job);
+    return status;
+}
+
+static int run_session_job(struct worker_session *session, int id,
+                           const enum behaviour at[SESSION_JOB_TASKS], uint32_t payload_bytes,
+                           struct session_seen *seen)
+{
+    return run_session_job_within(session, id, at, payload_bytes, 2000, seen);
+}
+
+static void test_session_serves_jobs_in_one_child(void **unused)
+{
+    (void)unused;
+    struct worker_session session;
+    struct audit_error err = { 0 };
+    struct session_seen seen;
+    static const enum behaviour all_send[SESSION_JOB_TASKS] = { SEND, SEND, SEND, SEND };
+    worker_stop_clear();
+    worker_session_init(&session, session_job_main, session_child_start, NULL);
+    assert_int_equal(worker_session_start(&session, &err), 0);
+    const int child = (int)session.pid;
+    assert_true(child > 0);
+    /* Jobs of 0 bytes of payload to 3 MiB (more than a socket buffer): each arrives intact. */
+    static const uint32_t payloads[] = { 0, 1, 4096, 3u << 20 };
+    for (int job = 0; job < 4; job++) {
+        assert_int_equal(run_session_job(&session, job, all_send, payloads[job], &seen), 0);
+        assert_int_equal(seen.count, SESSION_JOB_TASKS);
+        for (size_t t = 0; t < SESSION_JOB_TASKS; t++) {
+            char want[128];
+            snprintf(want, sizeof(want), "job %d task %zu pid %d starts 1 ok", job, t, child);
+            assert_int_equal(seen.outcome[t], WORKER_MESSAGE);
+            assert_string_equal(seen.text[t], want);
+        }
+    }
+    assert_int_equal(session.pid, child);
+    assert_int_equal(session.stats.processes, 1);
+    worker_session_stop(&session);
+    assert_int_equal(session.pid, 0);
+    assert_no_children();
+}
+
+static void test_session_goes_on_after_failures(void **unused)
+{
+    (void)unused;
+    struct worker_session session;
+    struct session_seen seen;
+    static const enum behaviour all_send[SESSION_JOB_TASKS] = { SEND, SEND, SEND, SEND };
+    static const struct {
+        enum behaviour at[SESSION_JOB_TASKS];
+        enum worker_outcome failed_outcome; /* of task 1 */
+        bool charged;                       /* task 1 gets the failure */
+    } cases[] = {
+        { { SEND, SEGFAULT, SEND, SEND }, WORKER_CRASH, true },
+        { { SEND, EXIT_STATUS_3, SEND, SEND }, WORKER_CRASH, true },
+        { { SEND, HANG, SEND, SEND }, WORKER_HANG, true },
+        { { SEND, SEND_THEN_LEAVE, SEND, SEND }, WORKER_MESSAGE, false },
+        { { SEND, SEND, SEND, SEND_THEN_LEAVE }, WORKER_MESSAGE, false },
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        worker_stop_clear();
+        worker_session_init(&session, session_job_main, session_child_start, NULL);
+        /* No start: the first job forks the child. */
+        assert_int_equal(run_session_job(&session, 1, cases[c].at, 100, &seen), 0);
+        assert_int_equal(seen.count, SESSION_JOB_TASKS);
+        assert_int_equal(seen.outcome[0], WORKER_MESSAGE);
+        assert_int_equal(seen.outcome[1], cases[c].failed_outcome);
+        for (size_t t = 2; t < SESSION_JOB_TASKS; t++) {
+            assert_int_equal(seen.outcome[t], WORKER_MESSAGE);
+            assert_non_null(strstr(seen.text[t], "starts 1 ok"));
+        }
+        /* Tasks after the failure (or after the child left) ran in a fresh child. */
+        if (cases[c].at[3] != SEND_THEN_LEAVE)
+            assert_true(seen.pid[2] != seen.pid[0]);
+        /* The next job: served whole, by a child that ran its start-up once. */
+        const int before = seen.pid[3];
+        assert_int_equal(run_session_job(&session, 2, all_send, 10, &seen), 0);
+        for (size_t t = 0; t < SESSION_JOB_TASKS; t++) {
+            assert_int_equal(seen.outcome[t], WORKER_MESSAGE);
+            assert_non_null(strstr(seen.text[t], "starts 1 ok"));
+        }
+        if (cases[c].at[3] == SEND_THEN_LEAVE)
+            assert_true(seen.pid[0] != before); /* it left after its last task */
+        else
+            assert_int_equal(seen.pid[0], before);
+        assert_int_equal(session.stats.processes, 2);
+        assert_int_equal(session.stats.hangs, cases[c].failed_outcome == WORKER_HANG);
+        assert_int_equal(session.stats.crashes, cases[c].failed_outcome == WORKER_CRASH);
+        worker_session_stop(&session);
+        assert_no_children();
+    }
+}
+
+/* A child stuck before it reads its job (its start-up hangs) and a job bigger than the socket
+ * holds: the watchdog still ends every task. */
+static void test_session_start_hang_is_a_hang(void **unused)
+{
+    (void)unused;
+    struct worker_session session;
+    struct session_seen seen;
+    static const enum behaviour all_send[SESSION_JOB_TASKS] = { SEND, SEND, SEND, SEND };
+    worker_stop_clear();
+    session_start_hangs = true;
+    worker_session_init(&session, session_job_main, session_child_start, NULL);
+    assert_int_equal(run_session_job_within(&session, 1, all_send, 8u << 20, 200, &seen), 0);
+    session_start_hangs = false;
+    assert_int_equal(seen.count, SESSION_JOB_TASKS);
+    for (size_t t = 0; t < SESSION_JOB_TASKS; t++) {
+        assert_int_equal(seen.outcome[t], WORKER_HANG);
+        assert_non_null(strstr(seen.text[t], "took no job within the 0.200 s timeout"));
+    }
+    assert_int_equal(session.stats.hangs, SESSION_JOB_TASKS);
+    assert_int_equal(session.pid, 0);
+    /* And it recovers: the next job forks a child whose start-up works. */
+    assert_int_equal(run_session_job(&session, 2, all_send, 10, &seen), 0);
+    assert_int_equal(seen.outcome[3], WORKER_MESSAGE);
+    worker_session_stop(&session);
+    assert_no_children();
+}
+
 #ifdef __linux__
 /* A worker whose parent is killed (SIGKILL: no handler runs) dies too. This process becomes a
  * subreaper so that the orphan is re-parented here and can be waited for. */
@@ -482,6 +709,9 @@ int main(void)
         cmocka_unit_test(test_signal_names),
         cmocka_unit_test(test_keeper_stays_until_stopped),
         cmocka_unit_test(test_keeper_failures_keep_nothing),
+        cmocka_unit_test(test_session_serves_jobs_in_one_child),
+        cmocka_unit_test(test_session_goes_on_after_failures),
+        cmocka_unit_test(test_session_start_hang_is_a_hang),
 #ifdef __linux__
         cmocka_unit_test(test_children_die_with_the_parent),
 #endif

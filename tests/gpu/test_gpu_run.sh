@@ -2,7 +2,8 @@
 # GPU suite: `run` end to end on the shipped captures (exit 77 = skipped without a CUDA device).
 # Checks: the deterministic backends (bitonic, sort) give one distinct output equal to the CPU
 # reference with zero violations on every record, in eager, graph and batch-invariance modes;
-# every entry carries a time breakdown whose parts add up; the GPU pre-filter copies back and
+# every entry carries a time breakdown whose parts add up; one worker process (one CUDA start)
+# serves every record; the GPU pre-filter copies back and
 # hashes only new outputs and leaves the report as --no-gpu-prefilter writes it;
 # the exit code follows the verdicts; --dump-outputs files hash to the reported SHA-256; the
 # radix negative control shows at least two distinct sets on a 0.0-plateau record (if it never
@@ -58,6 +59,10 @@ json_check "$R" "all(b['time_breakdown_ms']['total_ms'] > 0 and b['time_breakdow
     "time_breakdown_ms: the kernels took time, the parts add up to total_ms"
 json_check "$R" "all(b['time_breakdown_ms']['row_hash_ms'] > 0 and b['host_work']['gpu_prefilter'] for b in $OK_ENTRIES) and j['context']['gpu_prefilter'] is True" \
     "the GPU pre-filter ran on every replayed entry"
+# One session worker for the whole run (no crash here): only the very first backend replayed
+# pays a CUDA start, every later record reuses its context.
+json_check "$R" "[(i, b['name']) for i, r in enumerate(j['records']) for b in r['backends'] if b['time_breakdown_ms']['device_open_ms'] > 0] == [(0, j['records'][0]['backends'][0]['name'])] and len(j['records']) > 1" \
+    "one CUDA start for every record of the run (the session worker)"
 expect_grep '^# time all backends: [0-9.]+ ms = .*kernel ' "$TMP/table.txt" "the table's time line for all backends"
 expect_grep '^# time bitonic: [0-9.]+ ms = ' "$TMP/table.txt" "a time line per backend"
 # Only new outputs are copied back, SHA-256'd and checked; every other rep matched on the GPU.

@@ -1,0 +1,28 @@
+/* A replayed record, its k, file name and dump stem in one buffer: how `run` hands a record to
+ * its session worker (src/cmd_run.c). Both ends are the same binary on the same machine: the
+ * header is a plain struct, the arrays follow in native byte order. */
+#ifndef DSATOPK_RECORD_WIRE_H
+#define DSATOPK_RECORD_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture.h"
+
+/* Records whose buffer would be bigger than this are not copied: `run` forks a worker that sees
+ * the record where it is. */
+#define RECORD_WIRE_MAX_BYTES ((size_t)1 << 30)
+
+/* The buffer (malloc'd, *bytes long); NULL when it would pass RECORD_WIRE_MAX_BYTES or memory is
+ * short. */
+void *record_wire_encode(const struct capture_record *record, uint32_t k, const char *file,
+                         const char *stem, size_t *bytes);
+
+/* The record of a buffer made by record_wire_encode, its arrays, metadata, file and stem pointing
+ * into the buffer (which must outlive them; never capture_record_free it). false when the buffer
+ * is malformed: too short or long for its header, or a string without its NUL. */
+bool record_wire_decode(void *buffer, size_t bytes, struct capture_record *record, uint32_t *k,
+                        const char **file, const char **stem);
+
+#endif
