@@ -29,6 +29,10 @@ struct replay_device {
     /* The end of each burst still queued on noise_stream, oldest first (keep_noise_queued). */
     cudaEvent_t burst_done[REPLAY_NOISE_BURSTS_QUEUED];
     unsigned bursts_queued;
+    /* The device has memory pools: each backend's buffers are stream-ordered (cudaMallocAsync,
+     * cudaFreeAsync on stream), so that freeing them does not wait for the noise as cudaFree,
+     * which synchronises the whole device, would. */
+    bool memory_pools;
     char lost[AUDIT_ERROR_MESSAGE_BYTES];
 };
 
@@ -44,6 +48,7 @@ struct replay_input {
 
 /* Caller-owned outputs and scratch of one backend on one input. */
 struct launch_buffers {
+    cudaStream_t stream;    /* where they are allocated and freed (NULL: cudaMalloc, cudaFree) */
     int32_t *out, *raw_out; /* raw_out only with a page table */
     void *scratch;
     size_t out_bytes, scratch_bytes;
@@ -85,6 +90,10 @@ int replay_device_open(struct replay_device **device_out, int ordinal, size_t em
     if (status < 0)
         goto error;
     CUDA_CHECK_GOTO(cudaSetDevice(ordinal), err, status, error);
+    int memory_pools = 0;
+    CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&memory_pools, cudaDevAttrMemoryPoolsSupported, ordinal),
+                    err, status, error);
+    device->memory_pools = memory_pools != 0;
     CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&device->stream, cudaStreamNonBlocking), err, status,
                     error);
     CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&device->noise_stream, cudaStreamNonBlocking), err,
@@ -113,7 +122,9 @@ void replay_device_close(struct replay_device *device)
     if (!device)
         return;
     /* Teardown errors are ignored: after a sticky error every call fails, and there is nothing
-     * left to save. */
+     * left to save. The noise still queued ends before its buffers are freed. */
+    if (device->noise_stream)
+        cudaStreamSynchronize(device->noise_stream);
     if (device->noise)
         noise_destroy(device->noise);
     for (unsigned i = 0; i < REPLAY_NOISE_BURSTS_QUEUED; i++)
@@ -140,13 +151,16 @@ const char *replay_device_lost(const struct replay_device *device)
     return device->lost[0] ? device->lost : NULL;
 }
 
-/* cudaMalloc that tells "out of device memory" (AUDIT_ENOMEM, not sticky) from other failures. */
-static int device_alloc(void **pointer, size_t bytes, const char *what, struct audit_error *err)
+/* cudaMalloc (with a stream: cudaMallocAsync on it) that tells "out of device memory"
+ * (AUDIT_ENOMEM, not sticky) from other failures. */
+static int device_alloc(void **pointer, size_t bytes, const char *what, cudaStream_t stream,
+                        struct audit_error *err)
 {
     *pointer = NULL;
     if (bytes == 0)
         return AUDIT_OK;
-    cudaError_t status = cudaMalloc(pointer, bytes);
+    cudaError_t status = stream ? cudaMallocAsync(pointer, bytes, stream)
+                                : cudaMalloc(pointer, bytes);
     if (status == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();
         *pointer = NULL;
@@ -211,7 +225,7 @@ void replay_input_free(struct replay_input *input)
 static int upload_array(void **device_pointer, const void *host, size_t bytes, const char *what,
                         struct audit_error *err)
 {
-    int status = device_alloc(device_pointer, bytes, what, err);
+    int status = device_alloc(device_pointer, bytes, what, NULL, err);
     if (status < 0 || bytes == 0)
         return status;
     CUDA_TRY(cudaMemcpy(*device_pointer, host, bytes, cudaMemcpyHostToDevice), err);
@@ -261,12 +275,20 @@ error:
     return status;
 }
 
+static void device_free(void *pointer, cudaStream_t stream)
+{
+    if (pointer && stream)
+        cudaFreeAsync(pointer, stream);
+    else if (pointer)
+        cudaFree(pointer);
+}
+
 static void buffers_free(struct launch_buffers *buffers)
 {
-    cudaFree(buffers->out);
-    cudaFree(buffers->raw_out);
-    cudaFree(buffers->scratch);
-    cudaFree(buffers->row_hashes);
+    device_free(buffers->out, buffers->stream);
+    device_free(buffers->raw_out, buffers->stream);
+    device_free(buffers->scratch, buffers->stream);
+    device_free(buffers->row_hashes, buffers->stream);
     memset(buffers, 0, sizeof(*buffers));
 }
 
@@ -275,18 +297,20 @@ static int buffers_alloc(struct launch_buffers *buffers, const struct replay_inp
 {
     int status = AUDIT_OK;
     memset(buffers, 0, sizeof(*buffers));
+    buffers->stream = input->device->memory_pools ? input->device->stream : NULL;
     buffers->out_bytes = (size_t)input->shape.rows * input->shape.k * sizeof(int32_t);
     buffers->scratch_bytes = scratch_bytes;
-    status = device_alloc((void **)&buffers->out, buffers->out_bytes, "the output", err);
+    status = device_alloc((void **)&buffers->out, buffers->out_bytes, "the output",
+                          buffers->stream, err);
     if (status < 0)
         goto error;
     if (input->shape.has_page_table) {
         status = device_alloc((void **)&buffers->raw_out, buffers->out_bytes, "the raw output",
-                              err);
+                              buffers->stream, err);
         if (status < 0)
             goto error;
     }
-    status = device_alloc(&buffers->scratch, scratch_bytes, "the scratch", err);
+    status = device_alloc(&buffers->scratch, scratch_bytes, "the scratch", buffers->stream, err);
     if (status < 0)
         goto error;
     return AUDIT_OK;
@@ -329,8 +353,8 @@ static int enqueue_poison(struct replay_device *device, const struct launch_buff
 /* Keeps REPLAY_NOISE_BURSTS_QUEUED bursts on the sibling stream: forgets those that are over
  * and tops the queue up. A launch made after this starts with at least one whole burst ahead of
  * it on the sibling stream (a burst lasts longer than a replayed kernel under noise), and no rep
- * ever waits for noise: the bursts run back to back while the reps come and go, and only the
- * end of a phase waits for what is left (drain_noise). */
+ * ever waits for noise: the bursts run back to back while the reps, and the backends of a
+ * record, come and go; only the end of a record waits for what is left (replay_noise_drain). */
 static int keep_noise_queued(struct replay_device *device, struct audit_error *err)
 {
     if (!device->noise)
@@ -356,15 +380,15 @@ static int keep_noise_queued(struct replay_device *device, struct audit_error *e
     return AUDIT_OK;
 }
 
-/* Waits for every queued burst: the end of a backend's replays, so that noise never outlives the
- * backend it was for and the next one starts on an idle GPU. */
-static int drain_noise(struct replay_device *device, double *noise_wait_ms, struct audit_error *err)
+int replay_noise_drain(struct replay_device *device, struct time_breakdown *time,
+                       struct audit_error *err)
 {
     const double started_ms = report_monotonic_ms();
     CUDA_TRY(cudaStreamSynchronize(device->noise_stream), err);
     device->bursts_queued = 0;
-    if (noise_wait_ms)
-        *noise_wait_ms += report_monotonic_ms() - started_ms;
+    const double waited_ms = report_monotonic_ms() - started_ms;
+    time->noise_wait_ms += waited_ms;
+    time->total_ms += waited_ms;
     return AUDIT_OK;
 }
 
@@ -905,7 +929,7 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
     if (prefilter) {
         status = device_alloc((void **)&buffers.row_hashes,
                               (size_t)record->rows * sizeof(uint64_t), "the output row hashes",
-                              &cause);
+                              buffers.stream, &cause);
         if (status < 0)
             goto device_error;
     }
@@ -981,11 +1005,6 @@ lost:
     status = audit_fail(err, AUDIT_EDEVICE, "%s record %u, backend %s: %s", file, record->index,
                         backend->name, device->lost);
 done:
-    if (!device->lost[0]) {
-        /* A failure here changes nothing: the next launch or the teardown reports it. */
-        struct audit_error ignored = { 0 };
-        (void)drain_noise(device, &result->time.noise_wait_ms, &ignored);
-    }
     buffers_free(&buffers);
     free(host_out);
     free(host_raw);

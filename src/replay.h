@@ -80,6 +80,13 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
                    const struct replay_options *options, struct backend_result *result,
                    struct audit_error *err);
 
+/* Waits for the noise still queued on the sibling stream (replay_backend leaves it running, so
+ * that the next backend of the record replays under it without a wait in between): after the
+ * record's last backend. The wait goes to time's noise_wait_ms and total_ms. 0, or the CUDA
+ * error with err filled. */
+int replay_noise_drain(struct replay_device *device, struct time_breakdown *time,
+                       struct audit_error *err);
+
 /* A record made of some rows of another, in the order given (each row with its scores, length,
  * row start, page-table row and engine indices); provenance (index, file offset, payload hash)
  * is kept. Used by --rows and by the batch-invariance contexts. */
