@@ -16,7 +16,8 @@
  * (hash_indices, hash_index_sets, checks_output). The tally runs its parts on the threads
  * host_threads_count gives (DSATOPK_HOST_THREADS=1: one after the other, as before).
  * The last line is a SHA-256 of everything the tally recorded (per-rep hashes, set hashes,
- * counts, per-row flags and flapping arrays): it must not change when the code gets faster. */
+ * counts, per-row flags and flapping arrays): it must not change when the code gets faster, nor
+ * with DSATOPK_SHA256=libsodium (src/hash.c). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,8 +213,8 @@ int main(int argc, char **argv)
 
     printf("# relu %u x %u, k %u, %u reps (%u distinct outputs), median of %d runs\n",
            BENCH_ROWS, BENCH_LENGTH, BENCH_K, reps, distinct, runs);
-    printf("# milliseconds per distinct output; the tally on %u host threads\n",
-           host_threads_count(count, OUTPUT_TALLY_INDICES_PER_THREAD));
+    printf("# milliseconds per distinct output; the tally on %u host threads; SHA-256: %s\n",
+           host_threads_count(count, OUTPUT_TALLY_INDICES_PER_THREAD), hash_sha256_code_name());
     for (int part = 0; part < PARTS; part++)
         printf("%-20s %8.3f\n", part_names[part], bench_median(samples[part], runs));
     char hex[HASH_HEX_BYTES];
