@@ -487,7 +487,9 @@ static int run_batch(const struct task_batch *batch, struct audit_error *err)
     int status = AUDIT_OK;
     while (next < task_count) {
         if (stop_signal_received) {
-            worker_session_stop(session);
+            /* A session's child may be in the middle of a kernel: killed, not waited for. */
+            if (session && session->pid > 0)
+                abandon_child(session->pid, session->result_fd, session);
             return WORKER_STOPPED;
         }
         int fd = -1;

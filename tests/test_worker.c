@@ -465,6 +465,10 @@ static int session_job_main(struct worker_channel *channel, size_t first, void *
             raise(SIGSEGV);
             return 9;
         case EXIT_STATUS_3: return 3;
+        case INTERRUPT_PARENT:
+            kill(getppid(), SIGINT);
+            sleep_forever();
+            break;
         default: break;
         }
         snprintf(text, sizeof(text), "job %d task %zu pid %d starts %d %s", header->id, task,
@@ -617,6 +621,37 @@ static void test_session_goes_on_after_failures(void **unused)
     }
 }
 
+/* SIGINT while a session's child is busy: it is killed at once (no grace period), the run
+ * stops, and a raised flag stops the next job before it is delivered. */
+static void test_session_sigint_stops_and_reaps(void **unused)
+{
+    (void)unused;
+    struct worker_session session;
+    struct session_seen seen;
+    static const enum behaviour interrupted[SESSION_JOB_TASKS] = { SEND, INTERRUPT_PARENT, SEND,
+                                                                   SEND };
+    worker_stop_clear();
+    assert_int_equal(worker_signals_install(), 0);
+    worker_session_init(&session, session_job_main, session_child_start, NULL);
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    /* No watchdog: only the signal can end the wait. */
+    int status = run_session_job_within(&session, 1, interrupted, 10, 0, &seen);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    worker_signals_restore();
+    assert_int_equal(status, WORKER_STOPPED);
+    assert_int_equal(worker_stop_signal(), SIGINT);
+    assert_true(end.tv_sec - start.tv_sec < 5);
+    assert_int_equal(seen.count, 1);
+    assert_int_equal(session.pid, 0);
+    assert_no_children();
+    assert_int_equal(run_session_job(&session, 2, interrupted, 10, &seen), WORKER_STOPPED);
+    assert_int_equal(seen.count, 0);
+    worker_stop_clear();
+    worker_session_stop(&session);
+    assert_no_children();
+}
+
 /* A child stuck before it reads its job (its start-up hangs) and a job bigger than the socket
  * holds: the watchdog still ends every task. */
 static void test_session_start_hang_is_a_hang(void **unused)
@@ -712,6 +747,7 @@ int main(void)
         cmocka_unit_test(test_session_serves_jobs_in_one_child),
         cmocka_unit_test(test_session_goes_on_after_failures),
         cmocka_unit_test(test_session_start_hang_is_a_hang),
+        cmocka_unit_test(test_session_sigint_stops_and_reaps),
 #ifdef __linux__
         cmocka_unit_test(test_children_die_with_the_parent),
 #endif
