@@ -433,6 +433,7 @@ struct session_job {
     /* payload_bytes bytes follow */
 };
 
+static const enum behaviour all_send[SESSION_JOB_TASKS] = { SEND, SEND, SEND, SEND };
 static int session_started; /* in the child: how often child_start ran */
 static bool session_start_hangs; /* set by the parent before the fork */
 
@@ -545,7 +546,6 @@ static void test_session_serves_jobs_in_one_child(void **unused)
     struct worker_session session;
     struct audit_error err = { 0 };
     struct session_seen seen;
-    static const enum behaviour all_send[SESSION_JOB_TASKS] = { SEND, SEND, SEND, SEND };
     worker_stop_clear();
     worker_session_init(&session, session_job_main, session_child_start, NULL);
     assert_int_equal(worker_session_start(&session, &err), 0);
@@ -575,7 +575,6 @@ static void test_session_goes_on_after_failures(void **unused)
     (void)unused;
     struct worker_session session;
     struct session_seen seen;
-    static const enum behaviour all_send[SESSION_JOB_TASKS] = { SEND, SEND, SEND, SEND };
     static const struct {
         enum behaviour at[SESSION_JOB_TASKS];
         enum worker_outcome failed_outcome; /* of task 1 */
@@ -659,7 +658,6 @@ static void test_session_start_hang_is_a_hang(void **unused)
     (void)unused;
     struct worker_session session;
     struct session_seen seen;
-    static const enum behaviour all_send[SESSION_JOB_TASKS] = { SEND, SEND, SEND, SEND };
     worker_stop_clear();
     session_start_hangs = true;
     worker_session_init(&session, session_job_main, session_child_start, NULL);
