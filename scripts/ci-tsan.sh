@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # CI: the unit tests of the code that runs on several threads (src/host_threads.c, the host
-# work of new outputs in src/report.c with the checks and hashes it calls, and the rows of the
-# CPU reference and the census in src/reference.c and src/census.c) under
-# ThreadSanitizer, in a clang build directory (default build-tsan). Any data race fails the test
-# that showed it (halt_on_error), and so this script.
+# work of new outputs in src/report.c with the checks and hashes it calls, its thread beside the
+# reps in src/tally_queue.c, and the rows of the CPU reference and the census in src/reference.c
+# and src/census.c) under ThreadSanitizer, in a clang build directory (default build-tsan). Any
+# data race fails the test that showed it (halt_on_error), and so this script.
 #
 #   scripts/ci-tsan.sh [BUILD_DIR]
 #
@@ -11,7 +11,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 build=${1:-build-tsan}
-tests=(host_threads report checks hash reference census)
+tests=(host_threads report tally_queue checks hash reference census)
 
 if [ ! -f "$build/build.ninja" ]; then
     CC=${CC:-clang} meson setup "$build" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debug \

@@ -6,7 +6,7 @@
 # shipped-report.json, bench.json, torch-bench.json.
 # Usage: scripts/device-check.sh [STEP...]
 #   steps: suite split cluster sanitize sanitize-run sanitize-plugins run isolation devices
-#   breakdown bench phases bench-paths racecheck racecheck-split (default: suite sanitize run
+#   breakdown ab bench phases bench-paths racecheck racecheck-split (default: suite sanitize run
 #   isolation devices bench; the others are slow or only needed when what they test changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
@@ -171,6 +171,34 @@ sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
         step breakdown 300 dsatopk-audit run --reps 25 --out "$OUT/breakdown.json" \
             /tmp/relu-64x131072.bin
         grep '^# time' "$LOG" | tail -8
+        ;;
+    ab)
+        # The audit's own time, this binary against an older one carried as
+        # device-bundle/bin/dsatopk-audit-old (AB_ROUNDS rounds, alternating): the quick start's
+        # `run` on the shipped captures and the breakdown record. Prints each run's wall time
+        # (ms, the whole process) and its time lines; reports go to /tmp.
+        [ -f /tmp/relu-64x131072.bin ] || dsatopk-audit synth -f relu -b 64 -L 131072 -k 2048 \
+            -s 1 -o /tmp/relu-64x131072.bin >>"$LOG" 2>&1
+        for round in $(seq "${AB_ROUNDS:-3}"); do
+            for build in old new; do
+                binary=dsatopk-audit
+                [ "$build" = old ] && binary=dsatopk-audit-old
+                for job in quickstart breakdown; do
+                    inputs=captures
+                    [ "$job" = breakdown ] && inputs=/tmp/relu-64x131072.bin
+                    started=$(date +%s%N)
+                    timeout 300 "$binary" run --reps 25 --out "/tmp/ab-$job-$build.json" \
+                        $inputs >"/tmp/ab-$job.txt" 2>&1
+                    rc=$?
+                    wall=$((($(date +%s%N) - started) / 1000000))
+                    echo "$job $build round $round: rc $rc, run ${wall} ms" | tee -a "$LOG"
+                    grep '^# time \(records\|all backends\)' "/tmp/ab-$job.txt" | tee -a "$LOG"
+                done
+            done
+        done
+        for job in quickstart breakdown; do
+            cp "/tmp/ab-$job-new.json" "$OUT/$job-new.json"
+        done
         ;;
     bench)
         step bench 400 dsatopk-audit bench "${shape_args[@]}" --out "$OUT/bench.json"

@@ -7,15 +7,29 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-unsigned host_threads_count(size_t work_items, size_t items_per_thread)
+/* DSATOPK_HOST_THREADS as a thread count, 0 when unset or not a number of at least 1. */
+static unsigned threads_setting(void)
 {
     const char *setting = getenv("DSATOPK_HOST_THREADS");
-    if (setting && isdigit((unsigned char)setting[0])) {
-        char *end = NULL;
-        unsigned long value = strtoul(setting, &end, 10);
-        if (*end == '\0' && value >= 1)
-            return value > HOST_THREADS_MAX ? HOST_THREADS_MAX : (unsigned)value;
-    }
+    if (!setting || !isdigit((unsigned char)setting[0]))
+        return 0;
+    char *end = NULL;
+    unsigned long value = strtoul(setting, &end, 10);
+    if (*end != '\0' || value < 1)
+        return 0;
+    return value > HOST_THREADS_MAX ? HOST_THREADS_MAX : (unsigned)value;
+}
+
+bool host_threads_sequential(void)
+{
+    return threads_setting() == 1;
+}
+
+unsigned host_threads_count(size_t work_items, size_t items_per_thread)
+{
+    const unsigned setting = threads_setting();
+    if (setting)
+        return setting;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     size_t threads = online < 1 ? 1 : (size_t)online;
     if (threads > HOST_THREADS_DEFAULT_MAX)

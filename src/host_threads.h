@@ -26,6 +26,10 @@
  * items_per_thread items per thread (starting a thread costs tens of microseconds). */
 unsigned host_threads_count(size_t work_items, size_t items_per_thread);
 
+/* Whether DSATOPK_HOST_THREADS asks for the sequential path (1): host work that would otherwise
+ * run on a thread of its own (src/tally_queue.h) then runs on the calling thread. */
+bool host_threads_sequential(void);
+
 /* Runs work(argument, slot) on threads threads at once (slot 0 on the calling thread, slots 1..
  * on new ones) and returns when every one has returned. A thread that cannot be started is left
  * out, so work must be shared out dynamically (by the slots that do run), never by slot number.

@@ -13,6 +13,7 @@
 
 #include "output_hash.h"
 #include "selection.h"
+#include "tally_queue.h"
 
 /* Noise bursts kept queued on the sibling stream (keep_noise_queued): two, so that a launch
  * always has a whole burst ahead of it, whatever is left of the one running. */
@@ -115,6 +116,12 @@ error:
     audit_error_prefix(err, "device %d", ordinal);
     replay_device_close(device);
     return status;
+}
+
+int replay_device_attach(struct replay_device *device, struct audit_error *err)
+{
+    CUDA_TRY(cudaSetDevice(device->ordinal), err);
+    return AUDIT_OK;
 }
 
 void replay_device_close(struct replay_device *device)
@@ -504,29 +511,33 @@ struct rep_context {
     cudaGraphExec_t graph;            /* NULL: an eager launch */
     const char *phase;                /* "eager" or "graph" (progress) */
     const char *dump_phase;           /* "" or "graph-" (dump names) */
-    struct output_tally *tally;
-    struct check_context *checks;
+    struct output_tally *tally;       /* fed through queue only: never read during the reps */
+    struct tally_queue *queue;
+    struct check_context *checks;     /* what the queue hands to the tally (a graph's queue too) */
     const struct check_claims *claims;
+    bool raw;                         /* a page table: raw outputs too */
     const struct replay_options *options;
     bool prefilter;                   /* buffers->row_hashes and host_row_hashes are set */
-    int32_t *host_out, *host_raw;
     uint64_t *host_row_hashes;
     struct backend_result *result;
 };
 
 /* One timed rep: the poisoned launch under noise; with the pre-filter the output's row hashes
- * come back and, when they are a known output's, the rep is counted as that output; otherwise
- * the output is copied back, dumped, SHA-256'd and tallied (checked when new). The noise goes on
+ * come back and, when they are an earlier output's, the rep is counted as that output; otherwise
+ * the output is copied back into a slot of the tally queue (src/tally_queue.h), dumped, and
+ * handed over: its SHA-256, checks and tallying run beside the next reps. The noise goes on
  * meanwhile (keep_noise_queued): no rep waits for it (measured on the H200: docs/PERF.md "The
  * audit itself"). A device failure fills cause and sets *device_failed; a host failure (memory,
- * a dump) fills err. */
+ * a dump, an earlier output's host work) fills err. */
 static int replay_rep(const struct rep_context *context, uint32_t rep, bool *device_failed,
                       struct audit_error *cause, struct audit_error *err)
 {
     struct replay_device *device = context->device;
     struct time_breakdown *time = &context->result->time;
-    struct output_tally *tally = context->tally;
-    const size_t count = (size_t)tally->rows * tally->k;
+    /* rows and k are set at init and never change: safe to read beside the queue's thread. */
+    const uint32_t rows = context->tally->rows, k = context->tally->k;
+    const size_t count = (size_t)rows * k;
+    struct tally_slot *slot = NULL;
     double time_us = NAN;
     int status = AUDIT_OK;
 
@@ -545,19 +556,27 @@ static int replay_rep(const struct rep_context *context, uint32_t rep, bool *dev
     bool known = false;
     if (context->prefilter) {
         started_ms = now_ms;
-        status = fetch_row_hashes(device, context->buffers, tally->rows, tally->k,
-                                  context->host_row_hashes, cause);
+        status = fetch_row_hashes(device, context->buffers, rows, k, context->host_row_hashes,
+                                  cause);
         if (status < 0)
             return status;
         now_ms = report_monotonic_ms();
         time->row_hash_ms += now_ms - started_ms;
-        known = output_tally_add_if_known(tally, context->host_row_hashes, time_us);
+        known = tally_queue_add_if_known(context->queue, context->host_row_hashes, time_us);
     }
     if (!known) {
-        started_ms = now_ms;
-        status = copy_back(device, context->buffers, context->host_out, context->host_raw, cause);
+        /* Waiting for a slot is the host work's time (the queue counts it), not the copy's. */
+        *device_failed = false;
+        status = tally_queue_slot(context->queue, &slot, err);
         if (status < 0)
             return status;
+        *device_failed = true;
+        started_ms = report_monotonic_ms();
+        status = copy_back(device, context->buffers, slot->out, slot->raw, cause);
+        if (status < 0)
+            return status;
+        if (slot->row_hashes)
+            memcpy(slot->row_hashes, context->host_row_hashes, (size_t)rows * sizeof(uint64_t));
         now_ms = report_monotonic_ms();
         time->copy_ms += now_ms - started_ms;
         context->result->outputs_copied++;
@@ -566,17 +585,14 @@ static int replay_rep(const struct rep_context *context, uint32_t rep, bool *dev
     if (!known && context->options->dump_dir) {
         started_ms = now_ms;
         status = dump_output(context->options, context->backend->name, context->dump_phase, rep,
-                             context->host_out, count, err);
+                             slot->out, count, err);
         if (status < 0)
             return status;
         time->dump_ms += report_monotonic_ms() - started_ms;
     }
     /* The tally times its own SHA-256 and checks (tally->hash_ms, check_ms). */
     if (!known) {
-        status = output_tally_add_hashed(tally, context->host_out, context->host_raw,
-                                         context->prefilter ? context->host_row_hashes : NULL,
-                                         time_us, context->checks, context->claims,
-                                         context->checks ? context->checks->reference : NULL, err);
+        status = tally_queue_add(context->queue, slot, time_us, err);
         if (status < 0)
             return status;
     }
@@ -625,6 +641,11 @@ static int replay_graph(const struct rep_context *eager_context, struct audit_er
 
     status = output_tally_init(&result->graph, eager->rows, eager->k, options->reps,
                                eager->baseline, err);
+    if (status == AUDIT_OK)
+        status = tally_queue_create(&context.queue, &result->graph, context.checks,
+                                    context.claims,
+                                    context.checks ? context.checks->reference : NULL,
+                                    context.raw, context.prefilter, err);
     if (status < 0)
         return status;
     CUDA_CHECK_GOTO(cudaStreamBeginCapture(device->stream, cudaStreamCaptureModeThreadLocal),
@@ -652,6 +673,8 @@ static int replay_graph(const struct rep_context *eager_context, struct audit_er
         if (status < 0)
             goto done;
     }
+    status = tally_queue_finish(context.queue, err);
+    context.queue = NULL;
     goto done;
 device_error:
     if (capturing) {
@@ -665,6 +688,7 @@ device_error:
     if (status < 0)
         audit_fail(err, status, "%s", device->lost);
 done:
+    (void)tally_queue_finish(context.queue, NULL);
     if (exec)
         cudaGraphExecDestroy(exec);
     if (graph)
@@ -874,7 +898,7 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
     struct audit_error cause = { 0 }; /* device-side failures: they become the backend's status */
     struct launch_buffers buffers = { 0 };
     struct topk_problem problem;
-    int32_t *host_out = NULL, *host_raw = NULL;
+    struct tally_queue *queue = NULL;
     uint64_t *host_row_hashes = NULL;
     const struct capture_record *record = input->record;
     const char *file = options->file ? options->file : "";
@@ -884,7 +908,6 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
         .index_ascending = backend->index_ascending,
     };
     char reason[512] = "";
-    const size_t count = (size_t)record->rows * input->k;
     /* Dumps need every output whole; a record whose row hashes a tally cannot keep would pay
      * for the row hashes and never be recognised. */
     const bool prefilter = options->gpu_prefilter && !options->dump_dir &&
@@ -909,12 +932,9 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
         return AUDIT_OK;
     }
     result->gpu_prefilter = prefilter;
-    host_out = malloc((count ? count : 1) * sizeof(int32_t));
-    if (record->page_table)
-        host_raw = malloc((count ? count : 1) * sizeof(int32_t));
     if (prefilter)
         host_row_hashes = malloc((record->rows ? record->rows : 1) * sizeof(uint64_t));
-    if (!host_out || (record->page_table && !host_raw) || (prefilter && !host_row_hashes)) {
+    if (prefilter && !host_row_hashes) {
         status = audit_fail(err, AUDIT_ENOMEM, "%s record %u, backend %s: out of host memory",
                             file, record->index, backend->name);
         goto done;
@@ -935,6 +955,10 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
     }
     problem_fill(&problem, input, &buffers);
     status = output_tally_init(&result->eager, record->rows, input->k, options->reps, NULL, err);
+    if (status == AUDIT_OK)
+        status = tally_queue_create(&queue, &result->eager, checks, &claims,
+                                    checks ? checks->reference : NULL, record->page_table != NULL,
+                                    prefilter, err);
     if (status < 0)
         goto done;
 
@@ -953,12 +977,12 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
         .phase = "eager",
         .dump_phase = "",
         .tally = &result->eager,
+        .queue = queue,
         .checks = checks,
         .claims = &claims,
+        .raw = record->page_table != NULL,
         .options = options,
         .prefilter = prefilter,
-        .host_out = host_out,
-        .host_raw = host_raw,
         .host_row_hashes = host_row_hashes,
         .result = result,
     };
@@ -969,6 +993,11 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
         if (status < 0)
             goto done;
     }
+    /* The graph replays compare with the first eager output: every eager one is in first. */
+    status = tally_queue_finish(queue, err);
+    queue = NULL;
+    if (status < 0)
+        goto done;
     if (options->graph && result->eager.reps > 0) {
         status = replay_graph(&context, err);
         if (status == AUDIT_EDEVICE) {
@@ -1005,9 +1034,9 @@ lost:
     status = audit_fail(err, AUDIT_EDEVICE, "%s record %u, backend %s: %s", file, record->index,
                         backend->name, device->lost);
 done:
+    /* After a failure the outputs handed over are still added: what ran is reported. */
+    (void)tally_queue_finish(queue, NULL);
     buffers_free(&buffers);
-    free(host_out);
-    free(host_raw);
     free(host_row_hashes);
     result->time.total_ms = report_monotonic_ms() - started_ms;
     return status;

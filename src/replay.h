@@ -56,6 +56,9 @@ struct replay_device;
  * main and noise streams (both cudaStreamNonBlocking), the timing events and the noise state. */
 int replay_device_open(struct replay_device **device, int ordinal, size_t emulate_smem_per_sm,
                        enum noise_kind noise, struct audit_error *err);
+/* Makes a device opened on another thread current on the calling one (its streams and events
+ * then serve this thread's calls). */
+int replay_device_attach(struct replay_device *device, struct audit_error *err);
 void replay_device_close(struct replay_device *device);
 const struct gpu_device_info *replay_device_info(const struct replay_device *device);
 /* NULL while the device is usable; else why it was lost. */

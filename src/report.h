@@ -115,6 +115,11 @@ struct output_tally {
     double hash_ms, check_ms;
     uint32_t outputs_hashed, outputs_checked, gpu_hash_matches;
     size_t row_hash_bytes;          /* kept in distinct[].row_hashes, at most the budget */
+    /* Set by src/tally_queue.c when the outputs were added on its thread beside the reps: then
+     * hash_ms and check_ms are that thread's time, and beside_wait_ms is what the reps waited
+     * for it (the part time_breakdown_ms shows). */
+    bool beside_reps;
+    double beside_wait_ms;
 };
 
 /* Row-hash vectors a tally keeps to recognise repeated outputs; past this, new outputs are still
@@ -152,6 +157,10 @@ int output_tally_add_hashed(struct output_tally *tally, const int32_t *out, cons
  * caller then adds the output in full and gets the usual error). */
 bool output_tally_add_if_known(struct output_tally *tally, const uint64_t *row_hashes,
                                double time_us);
+/* Counts one more rep as the distinct output distinct (an index into tally->distinct): what
+ * output_tally_add_if_known does once it has found the output (src/tally_queue.c finds it by
+ * itself). False, changing nothing, when the tally is full or there is no such output. */
+bool output_tally_add_repeat(struct output_tally *tally, uint32_t distinct, double time_us);
 void output_tally_release(struct output_tally *tally);
 /* Rows that differ from the baseline in at least one rep (bytes), and whose set differs. */
 uint32_t output_tally_flapping_rows(const struct output_tally *tally);

@@ -65,7 +65,7 @@ json_check "$R" "all(set(b['time_breakdown_ms']) == set($TIME_KEYS) | {'total_ms
     "every backend entry has time_breakdown_ms with every part, none negative"
 json_check "$R" "all(abs(sum(b['time_breakdown_ms'][k] for k in $TIME_KEYS) - b['time_breakdown_ms']['total_ms']) < 0.02 for r in j['records'] for b in r['backends'])" \
     "the parts and other_ms add up to total_ms"
-json_check "$R" "all(set(b['host_work']) == {'gpu_prefilter', 'reps_matched_on_gpu', 'outputs_copied', 'outputs_hashed', 'outputs_checked'} for r in j['records'] for b in r['backends'])" \
+json_check "$R" "all(set(b['host_work']) == {'gpu_prefilter', 'reps_matched_on_gpu', 'outputs_copied', 'outputs_hashed', 'outputs_checked', 'beside_reps', 'hash_ms', 'check_ms'} for r in j['records'] for b in r['backends'])" \
     "every backend entry has host_work"
 json_check "$R" "all(set(r['time_breakdown_ms']) == {'reference_ms', 'census_ms', 'backends_ms', 'other_ms', 'total_ms'} and r['time_breakdown_ms']['total_ms'] > 0 and r['time_breakdown_ms']['reference_ms'] > 0 for r in j['records'])" \
     "every record has its own time_breakdown_ms (CPU reference, census, workers)"

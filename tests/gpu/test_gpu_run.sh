@@ -70,6 +70,29 @@ json_check "$R" "all(b['host_work']['outputs_hashed'] + b['host_work']['reps_mat
     "pre-filter: outputs copied = hashed = checked (the new ones), the other reps matched on the GPU"
 json_check "$R" "all(b['host_work']['outputs_hashed'] == 1 and b['host_work']['reps_matched_on_gpu'] == 4 for b in $DETERMINISTIC)" \
     "pre-filter: bitonic and sort copy and hash one output of 5 reps"
+# The host work of new outputs runs beside the reps (src/tally_queue.h): the entry's time shows
+# only the wait for it, host_work its whole time.
+json_check "$R" "all(b['host_work']['beside_reps'] and b['host_work']['hash_ms'] > 0 and b['time_breakdown_ms']['hash_ms'] + b['time_breakdown_ms']['check_ms'] <= b['host_work']['hash_ms'] + b['host_work']['check_ms'] + 1.0 for b in $OK_ENTRIES)" \
+    "host work beside the reps: each entry waited at most its whole time"
+
+# same_entries A.json B.json WHAT: passes when the two reports' entries are the same, times and
+# host work aside (what WHAT may change).
+same_entries() {
+    python3 - "$1" "$2" >"$TMP/same.txt" 2>&1 <<'EOF2'
+import json, sys
+strip = ("time_breakdown_ms", "host_work", "kernel_time_us")
+def entries(path):
+    report = json.load(open(path))
+    return [{k: v for k, v in b.items() if k not in strip}
+            for r in report["records"] for b in r["backends"]]
+a, b = entries(sys.argv[1]), entries(sys.argv[2])
+bad = [(x["name"], x.get("verdict")) for x, y in zip(a, b) if x != y]
+print("entries", len(a), "differing", len(bad), bad[:3])
+sys.exit(1 if bad or len(a) != len(b) or not a else 0)
+EOF2
+    if [ $? -eq 0 ]; then pass "$3 changes nothing but times and host work ($(cat "$TMP/same.txt"))"
+    else fail "$3 changed the report"; cat "$TMP/same.txt"; fi
+}
 
 # The same audit without the pre-filter gives the same report, times and host work aside.
 expect_exit 0 "--no-gpu-prefilter on tie.bin, relu.bin and plateau.bin (bitonic, sort, filtered-det)" -- \
@@ -80,20 +103,15 @@ expect_exit 0 "the same with the pre-filter" -- \
     --out "$TMP/filtered.json" captures/tie.bin captures/relu.bin captures/plateau.bin
 json_check "$TMP/full.json" "j['context']['gpu_prefilter'] is False and all(b['host_work']['outputs_hashed'] == b['host_work']['outputs_copied'] == 5 and b['host_work']['reps_matched_on_gpu'] == 0 for r in j['records'] for b in r['backends'])" \
     "--no-gpu-prefilter: every rep copied back and SHA-256'd"
-python3 - "$TMP/full.json" "$TMP/filtered.json" >"$TMP/prefilter.txt" 2>&1 <<'EOF2'
-import json, sys
-strip = ("time_breakdown_ms", "host_work", "kernel_time_us")
-def entries(path):
-    report = json.load(open(path))
-    return [{k: v for k, v in b.items() if k not in strip}
-            for r in report["records"] for b in r["backends"]]
-full, filtered = entries(sys.argv[1]), entries(sys.argv[2])
-bad = [(a["name"], a.get("verdict")) for a, b in zip(full, filtered) if a != b]
-print("entries", len(full), "differing", len(bad), bad[:3])
-sys.exit(1 if bad or len(full) != len(filtered) or not full else 0)
-EOF2
-if [ $? -eq 0 ]; then pass "the pre-filter changes nothing but times and host work ($(cat "$TMP/prefilter.txt"))"
-else fail "the pre-filter changed the report"; cat "$TMP/prefilter.txt"; fi
+same_entries "$TMP/full.json" "$TMP/filtered.json" "the pre-filter"
+# The host work in the rep (DSATOPK_HOST_THREADS=1: no thread beside the reps) gives the same.
+expect_exit 0 "the same with DSATOPK_HOST_THREADS=1" -- \
+    env DSATOPK_HOST_THREADS=1 "$AUDIT" run --quiet --reps 5 --noise none \
+    --backends bitonic,sort,filtered-det --out "$TMP/inrep.json" captures/tie.bin \
+    captures/relu.bin captures/plateau.bin
+json_check "$TMP/inrep.json" "all(not b['host_work']['beside_reps'] for r in j['records'] for b in r['backends'])" \
+    "DSATOPK_HOST_THREADS=1: the host work ran in the reps"
+same_entries "$TMP/inrep.json" "$TMP/filtered.json" "the host work beside the reps"
 
 # Negative control: radix flaps on a plateau whose boundary sits in the 0.0 plateau.
 json_check "$R" "any(b['name'] == 'radix' and b['status'] == 'ok' and b['distinct_sets'] >= 2 for r in j['records'] if r['census']['census'][0]['underdetermined_rows'] > 0 for b in r['backends'])" \
