@@ -173,16 +173,17 @@ sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
         grep '^# time' "$LOG" | tail -8
         ;;
     ab)
-        # The audit's own time, this binary against an older one carried as
-        # device-bundle/bin/dsatopk-audit-old (AB_ROUNDS rounds, alternating): the quick start's
-        # `run` on the shipped captures and the breakdown record. Prints each run's wall time
-        # (ms, the whole process) and its time lines; reports go to /tmp.
+        # The audit's own time, this binary ("new") against older ones carried as
+        # device-bundle/bin/dsatopk-audit-NAME for each NAME in AB_BUILDS (default "old"),
+        # AB_ROUNDS rounds, alternating: the quick start's `run` on the shipped captures and the
+        # breakdown record. Prints each run's wall time (ms, the whole process) and its time
+        # lines; reports go to /tmp.
         [ -f /tmp/relu-64x131072.bin ] || dsatopk-audit synth -f relu -b 64 -L 131072 -k 2048 \
             -s 1 -o /tmp/relu-64x131072.bin >>"$LOG" 2>&1
         for round in $(seq "${AB_ROUNDS:-3}"); do
-            for build in old new; do
+            for build in ${AB_BUILDS:-old} new; do
                 binary=dsatopk-audit
-                [ "$build" = old ] && binary=dsatopk-audit-old
+                [ "$build" = new ] || binary=dsatopk-audit-$build
                 for job in quickstart breakdown; do
                     inputs=captures
                     [ "$job" = breakdown ] && inputs=/tmp/relu-64x131072.bin

@@ -338,8 +338,34 @@ struct task_batch {
     struct worker_stats *stats;
 };
 
+/* The parent's ends of the live sessions' sockets and pipes. Every child forked while a session
+ * lives closes them first: a child holding a copy of a session's job socket (a keeper forked
+ * after it, a worker for a record too big for the session) would keep that session's child from
+ * seeing the end of its jobs when the parent closes its own copy, and worker_session_stop would
+ * then wait out the grace period. */
+#define WORKER_MAX_SESSION_FDS 16
+static int session_fds[WORKER_MAX_SESSION_FDS];
+static size_t session_fd_count;
+
+static void session_fd_remember(int fd)
+{
+    if (fd >= 0 && session_fd_count < WORKER_MAX_SESSION_FDS)
+        session_fds[session_fd_count++] = fd;
+}
+
+static void session_fd_forget(int fd)
+{
+    for (size_t i = 0; i < session_fd_count; i++)
+        if (session_fds[i] == fd) {
+            session_fds[i] = session_fds[--session_fd_count];
+            return;
+        }
+}
+
 static void session_forget(struct worker_session *session)
 {
+    session_fd_forget(session->result_fd);
+    session_fd_forget(session->job_fd);
     if (session->result_fd >= 0)
         close(session->result_fd);
     if (session->job_fd >= 0)
@@ -380,6 +406,9 @@ static pid_t start_child(const struct task_batch *batch, size_t first, int *resu
                           strerror(saved));
     }
     if (pid == 0) {
+        for (size_t i = 0; i < session_fd_count; i++)
+            close(session_fds[i]);
+        session_fd_count = 0;
         if (batch->session) {
             close(job_fds[0]);
             child_run(fds[0], fds[1], parent, NULL, first, batch->session, job_fds[1], false);
@@ -395,6 +424,8 @@ static pid_t start_child(const struct task_batch *batch, size_t first, int *resu
         batch->session->pid = pid;
         batch->session->result_fd = fds[0];
         batch->session->job_fd = job_fds[0];
+        session_fd_remember(fds[0]);
+        session_fd_remember(job_fds[0]);
     }
     batch->stats->processes++;
     return pid;
@@ -711,6 +742,7 @@ void worker_session_stop(struct worker_session *session)
         return;
     /* End of its jobs: the child leaves its loop and exits as a worker does (CUDA teardown
      * within the grace period, else killed). */
+    session_fd_forget(session->job_fd);
     close(session->job_fd);
     session->job_fd = -1;
     reap_child(session->pid, WORKER_EXIT_GRACE_MS, false);

@@ -570,6 +570,37 @@ static void test_session_serves_jobs_in_one_child(void **unused)
     assert_no_children();
 }
 
+/* Children forked while a session lives (here a keeper; in `run`, a worker for a record too big
+ * for the session, or a probe started after the session) do not keep the session's socket open:
+ * stopping the session ends its child at once, not after the grace period. */
+static void test_session_stops_at_once_beside_later_children(void **unused)
+{
+    (void)unused;
+    struct worker_session session;
+    struct worker_keeper keeper = { 0 };
+    struct audit_error err = { 0 };
+    struct session_seen seen;
+    struct seen kept;
+    worker_stop_clear();
+    worker_session_init(&session, session_job_main, session_child_start, NULL);
+    assert_int_equal(worker_session_start(&session, &err), 0);
+    reset(&kept);
+    assert_int_equal(start_keeper(&kept, &keeper, 5000, &err), 0);
+    assert_true(keeper.pid > 0);
+    assert_int_equal(run_session_job(&session, 1, all_send, 64, &seen), 0);
+    assert_int_equal(seen.count, SESSION_JOB_TASKS);
+    struct timespec started, ended;
+    clock_gettime(CLOCK_MONOTONIC, &started);
+    worker_session_stop(&session);
+    clock_gettime(CLOCK_MONOTONIC, &ended);
+    const double stop_s = (double)(ended.tv_sec - started.tv_sec) +
+                          (double)(ended.tv_nsec - started.tv_nsec) * 1e-9;
+    if (stop_s > 2.0)
+        fail_msg("stopping the session took %.1f s beside a keeper", stop_s);
+    worker_keeper_stop(&keeper);
+    assert_no_children();
+}
+
 static void test_session_goes_on_after_failures(void **unused)
 {
     (void)unused;
@@ -743,6 +774,7 @@ int main(void)
         cmocka_unit_test(test_keeper_stays_until_stopped),
         cmocka_unit_test(test_keeper_failures_keep_nothing),
         cmocka_unit_test(test_session_serves_jobs_in_one_child),
+        cmocka_unit_test(test_session_stops_at_once_beside_later_children),
         cmocka_unit_test(test_session_goes_on_after_failures),
         cmocka_unit_test(test_session_start_hang_is_a_hang),
         cmocka_unit_test(test_session_sigint_stops_and_reaps),
