@@ -1536,8 +1536,9 @@ struct cluster_flags {
     }
 };
 
-/* The CTA's slice as order keys: thread t, item 4g + j holds slice element g * 2048 + 4t + j;
- * CLUSTER_NO_KEY where there is no candidate (past the row's end, or exact -inf). */
+/* Issues the loads of the CTA's slice: thread t, item 4g + j gets the raw bits of slice element
+ * g * 2048 + 4t + j (exact -inf past the row's end). Nothing waits for them here: the level-0
+ * histogram (cluster_level0_registers) turns each into its order key as it arrives. */
 template <uint32_t ITEMS>
 static __device__ __forceinline__ void cluster_load_slice(const struct topk_problem &problem,
                                                           uint32_t row, uint32_t first,
@@ -1545,9 +1546,22 @@ static __device__ __forceinline__ void cluster_load_slice(const struct topk_prob
 {
     static_assert(ITEMS % 8 == 0 && ITEMS <= 64, "pairs of float4 groups, one flag bit per item");
     load_slice_bits<ITEMS>(problem, row, first, TREE_THREADS * ITEMS, keys);
+}
+
+/* The register items' part of the level-0 histogram (zeroed and published before the loads were
+ * issued): each item becomes its order key (CLUSTER_NO_KEY where there is no candidate) and is
+ * counted as soon as its load arrives, so the counting runs under the rest of the row's load
+ * instead of after it (2.7 us after a 4.2 us load at 16 x 131072 before: docs/PERF.md). */
+template <uint32_t ITEMS>
+static __device__ __forceinline__ void cluster_level0_registers(uint32_t (&keys)[ITEMS],
+                                                                uint32_t *histogram)
+{
 #pragma unroll
-    for (uint32_t i = 0; i < ITEMS; i++)
+    for (uint32_t i = 0; i < ITEMS; i++) {
         keys[i] = order_key_bits(keys[i]);
+        if (keys[i] != CLUSTER_NO_KEY)
+            atomicAdd(&histogram[keys[i] >> 21], 1u);
+    }
 }
 
 /* Adds the candidates matching the prefix to the CTA's histogram of the digit at `shift`;
@@ -1787,21 +1801,29 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
     uint32_t *const slices[2] = { shared.histogram, shared.sub_sizes };
     uint32_t keys[ITEMS];
     uint32_t *const shared_keys = reinterpret_cast<uint32_t *>(cluster_buffers + 2 * capacity);
-    cluster_load_slice<ITEMS>(problem, row, first, keys);
+    /* Level 0: the top 11 bits over the whole row, in the histograms zeroed above (the barrier
+     * publishes them). Slices in registers alone: the barrier first, then each key counted as its
+     * load arrives; a barrier after the loads waited for all of them (measured on the H200: the
+     * grid 1.9% faster, docs/PERF.md v0.6.2). Slices with a shared-memory part: the register
+     * loads, the barrier, then the shared chunks counted as they load, and the register keys
+     * (here the other order measured 0.3-0.7% slower at 64 x 131072). */
+    if constexpr (SHARED_ITEMS > 0) {
+        cluster_load_slice<ITEMS>(problem, row, first, keys);
+        __syncthreads();
+        cluster_load_shared<ITEMS, SHARED_ITEMS>(problem, row, first, shared_keys,
+                                                 even_histogram);
+    } else {
+        __syncthreads();
+        cluster_load_slice<ITEMS>(problem, row, first, keys);
+    }
+    PHASE_MARK(0);
+    cluster_level0_registers<ITEMS>(keys, even_histogram);
     /* Item i of this thread: a register, or (i >= ITEMS) shared memory. Loops over items are
      * unrolled, so the choice is made at compile time. */
     const auto key = [&](uint32_t i) -> uint32_t {
         return i < ITEMS ? keys[i < ITEMS ? i : 0]
                          : shared_keys[(i - ITEMS) * TREE_THREADS + threadIdx.x];
     };
-    __syncthreads();
-
-    /* Level 0: the top 11 bits over the whole row (the shared-memory keys' as they load). */
-    if constexpr (SHARED_ITEMS > 0)
-        cluster_load_shared<ITEMS, SHARED_ITEMS>(problem, row, first, shared_keys,
-                                                 even_histogram);
-    PHASE_MARK(0);
-    cluster_histogram<ITEMS>(key, 0u, 0u, 21u, 2047u, even_histogram);
     cluster.sync();
     PHASE_MARK(1);
     const uint32_t total = cluster_level_pick(cluster, even_histogram, slices[0], parts, part,
