@@ -88,6 +88,19 @@ static int process_item(struct tally_queue *queue, const struct queue_item *item
     return status;
 }
 
+/* After an item's host work (under the lock): the first failure is kept, the slot freed. */
+static void item_done(struct tally_queue *queue, const struct queue_item *item, int status,
+                      const struct audit_error *error)
+{
+    if (status < 0 && queue->failure == 0) {
+        queue->failure = status;
+        queue->failure_error = *error;
+    }
+    if (!item->repeat)
+        queue->free_slots[queue->free_count++] = item->slot;
+    queue->head++;
+}
+
 static void *queue_thread_main(void *argument)
 {
     struct tally_queue *queue = argument;
@@ -104,17 +117,34 @@ static void *queue_thread_main(void *argument)
         /* After a failure the rest is only released: the tally is no longer added to. */
         const int status = failed ? AUDIT_OK : process_item(queue, &item, &error);
         pthread_mutex_lock(&queue->lock);
-        if (status < 0 && queue->failure == 0) {
-            queue->failure = status;
-            queue->failure_error = error;
-        }
-        if (!item.repeat)
-            queue->free_slots[queue->free_count++] = item.slot;
-        queue->head++;
+        item_done(queue, &item, status, &error);
         pthread_cond_broadcast(&queue->done);
     }
     pthread_mutex_unlock(&queue->lock);
     return NULL;
+}
+
+/* Hands one rep over in rep order: to the thread, or without it, adds it now as the thread would
+ * and returns that failure (the thread's come back from tally_queue_slot and _finish). */
+static int queue_push(struct tally_queue *queue, const struct queue_item *item,
+                      struct audit_error *err)
+{
+    if (queue->threaded) {
+        pthread_mutex_lock(&queue->lock);
+        queue->items[queue->tail++] = *item;
+        pthread_cond_signal(&queue->work);
+        pthread_mutex_unlock(&queue->lock);
+        return AUDIT_OK;
+    }
+    queue->tail++;
+    struct audit_error error = { 0 };
+    const int status = queue->failure < 0 ? AUDIT_OK : process_item(queue, item, &error);
+    pthread_mutex_lock(&queue->lock);
+    item_done(queue, item, status, &error);
+    pthread_mutex_unlock(&queue->lock);
+    if (status < 0 && err)
+        *err = error;
+    return status;
 }
 
 int tally_queue_create(struct tally_queue **queue_out, struct output_tally *tally,
@@ -208,18 +238,8 @@ bool tally_queue_add_if_known(struct tally_queue *queue, const uint64_t *row_has
         if (known->digest != digest || memcmp(known->row_hashes, row_hashes, bytes) != 0)
             continue;
         const struct queue_item item = { .repeat = true, .seq = known->seq, .time_us = time_us };
-        if (!queue->threaded) {
-            struct audit_error ignored = { 0 };
-            /* Cannot fail: the tally has room (checked above) and the output. */
-            queue->tail++;
-            queue->head++;
-            (void)process_item(queue, &item, &ignored);
-            return true;
-        }
-        pthread_mutex_lock(&queue->lock);
-        queue->items[queue->tail++] = item;
-        pthread_cond_signal(&queue->work);
-        pthread_mutex_unlock(&queue->lock);
+        /* Inline it cannot fail: the tally has room (checked above) and the output. */
+        (void)queue_push(queue, &item, NULL);
         return true;
     }
     return false;
@@ -231,6 +251,11 @@ int tally_queue_slot(struct tally_queue *queue, struct tally_slot **slot,
     int status = AUDIT_OK;
     *slot = NULL;
     pthread_mutex_lock(&queue->lock);
+    if (queue->free_count == 0 && queue->slots_made == queue->slot_limit && !queue->threaded) {
+        /* Inline, slots come back at once: none free means one was taken and never handed over. */
+        pthread_mutex_unlock(&queue->lock);
+        return audit_fail(err, AUDIT_EUSAGE, "every output slot is taken (%u)", queue->slot_limit);
+    }
     if (queue->free_count == 0 && queue->slots_made == queue->slot_limit) {
         const double started_ms = report_monotonic_ms();
         while (queue->free_count == 0 && queue->failure == 0)
@@ -280,23 +305,7 @@ int tally_queue_add(struct tally_queue *queue, struct tally_slot *slot, double t
     const struct queue_item item = {
         .repeat = false, .slot = (uint32_t)(slot - queue->slots), .seq = seq, .time_us = time_us,
     };
-    if (!queue->threaded) {
-        queue->tail++;
-        queue->head++;
-        int status = process_item(queue, &item, err);
-        queue->free_slots[queue->free_count++] = item.slot;
-        if (status < 0 && queue->failure == 0) {
-            queue->failure = status;
-            if (err)
-                queue->failure_error = *err;
-        }
-        return status;
-    }
-    pthread_mutex_lock(&queue->lock);
-    queue->items[queue->tail++] = item;
-    pthread_cond_signal(&queue->work);
-    pthread_mutex_unlock(&queue->lock);
-    return AUDIT_OK;
+    return queue_push(queue, &item, err);
 }
 
 int tally_queue_finish(struct tally_queue *queue, struct audit_error *err)

@@ -278,11 +278,36 @@ static void test_queue_failure_comes_back(void **state)
     capture_record_free(&record);
 }
 
+/* Without the thread a slot taken and never handed over (a rep that failed after taking it)
+ * leaves none for the next: an error, not a wait that nothing would end. */
+static void test_queue_inline_slot_not_handed_over(void **state)
+{
+    (void)state;
+    struct audit_error err = { 0 };
+    struct output_tally tally;
+    struct tally_queue *queue = NULL;
+    struct tally_slot *slot = NULL;
+    assert_int_equal(setenv("DSATOPK_HOST_THREADS", "1", 1), 0);
+    assert_int_equal(output_tally_init(&tally, 2, 4, 1, NULL, &err), AUDIT_OK);
+    assert_int_equal(tally_queue_create(&queue, &tally, NULL, NULL, NULL, false, false, &err),
+                     AUDIT_OK);
+    assert_int_equal(tally_queue_slot(queue, &slot, &err), AUDIT_OK);
+    assert_non_null(slot);
+    assert_int_equal(tally_queue_slot(queue, &slot, &err), AUDIT_EUSAGE);
+    assert_null(slot);
+    assert_non_null(strstr(err.message, "slot"));
+    assert_int_equal(tally_queue_finish(queue, &err), AUDIT_OK);
+    assert_int_equal(tally.reps, 0);
+    output_tally_release(&tally);
+    assert_int_equal(unsetenv("DSATOPK_HOST_THREADS"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_queue_changes_nothing_but_times),
         cmocka_unit_test(test_queue_failure_comes_back),
+        cmocka_unit_test(test_queue_inline_slot_not_handed_over),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
