@@ -515,7 +515,6 @@ struct rep_context {
     struct tally_queue *queue;
     struct check_context *checks;     /* what the queue hands to the tally (a graph's queue too) */
     const struct check_claims *claims;
-    bool raw;                         /* a page table: raw outputs too */
     const struct replay_options *options;
     bool prefilter;                   /* buffers->row_hashes and host_row_hashes are set */
     uint64_t *host_row_hashes;
@@ -645,7 +644,7 @@ static int replay_graph(const struct rep_context *eager_context, struct audit_er
         status = tally_queue_create(&context.queue, &result->graph, context.checks,
                                     context.claims,
                                     context.checks ? context.checks->reference : NULL,
-                                    context.raw, context.prefilter, err);
+                                    context.buffers->raw_out != NULL, context.prefilter, err);
     if (status < 0)
         return status;
     CUDA_CHECK_GOTO(cudaStreamBeginCapture(device->stream, cudaStreamCaptureModeThreadLocal),
@@ -957,7 +956,7 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
     status = output_tally_init(&result->eager, record->rows, input->k, options->reps, NULL, err);
     if (status == AUDIT_OK)
         status = tally_queue_create(&queue, &result->eager, checks, &claims,
-                                    checks ? checks->reference : NULL, record->page_table != NULL,
+                                    checks ? checks->reference : NULL, buffers.raw_out != NULL,
                                     prefilter, err);
     if (status < 0)
         goto done;
@@ -980,7 +979,6 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
         .queue = queue,
         .checks = checks,
         .claims = &claims,
-        .raw = record->page_table != NULL,
         .options = options,
         .prefilter = prefilter,
         .host_row_hashes = host_row_hashes,
