@@ -765,6 +765,9 @@ struct tree_shared {
     uint32_t children_total;
     uint32_t overflow_count, overflow_bucket;
     uint32_t kept_end; /* tree_bucket: the end of the bucket that holds position limit - 1 */
+    /* The cluster path's level 0: the highest and lowest top-11-bit bins holding a candidate of
+     * the row (bounds of the output stage's bucket map, known before the gather). */
+    uint32_t high_bin, low_bin;
 };
 static_assert(offsetof(tree_shared, selected_digit) % 16 == 0,
               "selected_* fill one 16-byte group (see above)");
@@ -1041,51 +1044,33 @@ static __device__ __forceinline__ void warp_range(uint64_t &low, uint64_t &high)
     }
 }
 
-/* Buckets the `count` composites of `source` into `dest` by bucket_of() over the range
- * [low, high] of their values, in descending bucket order, bucket b at dest[starts[b]],
- * sizes[b] entries. (The bits below the common prefix of low and high would put a range that
- * crosses a power of two into a handful of buckets.) Only the buckets that start below `limit`
- * (whose entries can rank below it) are filled: `kept` entries, dest[0 .. kept); the rest are
- * counted but not moved. sizes must be zero on entry. Afterwards shared.overflow_count holds
- * how many of the filled buckets exceed TREE_BUCKET_LIMIT and shared.overflow_bucket one of
- * them. Returns the map and `kept`, the same in every thread; every thread must call it. */
-static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint32_t limit,
-                                   uint64_t *dest, uint32_t *starts, uint32_t *sizes,
-                                   tree_shared &shared, uint32_t &parity, bucket_map &map,
-                                   uint32_t &kept)
+/* The map of composites in [low, high] onto the 2048 buckets (bucket_of): the range's top 21 bits
+ * (high - low >> shift < 2^21 is exact in float, and so is the product's bound below 2048). The
+ * same inputs give the same map in every thread and CTA. */
+static __device__ __forceinline__ bucket_map bucket_map_of(uint64_t low, uint64_t high)
 {
-    uint64_t low = ~0ull, high = 0;
-    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS) {
-        const uint64_t c = source[e];
-        high = c > high ? c : high;
-        low = c < low ? c : low;
-    }
-    warp_range(low, high);
-    if (lane == 0) {
-        shared.reduce_high[warp] = high;
-        shared.reduce_low[warp] = low;
-    }
-    __syncthreads();
-    PHASE_MARK(14);
-    if (threadIdx.x == 0) { /* after the barrier: every thread has read the previous call's */
-        shared.overflow_count = 0;
-        shared.overflow_bucket = 0;
-    }
-    for (uint32_t w = 0; w < TREE_WARPS; w++) {
-        high = shared.reduce_high[w] > high ? shared.reduce_high[w] : high;
-        low = shared.reduce_low[w] < low ? shared.reduce_low[w] : low;
-    }
+    bucket_map map;
+    high = high > low ? high : low;
     const uint32_t range_bits = high > low ? 64u - (uint32_t)__clzll((long long)(high - low)) : 0u;
     map.low = low;
     map.shift = range_bits > 21 ? range_bits - 21 : 0;
-    /* (high - low) >> shift < 2^21: exact in float, and so is the product's bound below 2048. */
     map.scale = (float)BITONIC_BINS / ((float)(uint32_t)((high - low) >> map.shift) + 1.0f);
-    for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS)
-        atomicAdd(&sizes[bucket_of(map, source[e])], 1u);
-    __syncthreads();
-    PHASE_MARK(15);
+    return map;
+}
 
+/* The second half of the bucketing, once sizes[b] holds how many of the `count` composites of
+ * `source` fall in bucket b (by `map`): starts in descending bucket order, then the composites of
+ * the buckets that start below `limit` (those whose entries can rank below it) into `dest`,
+ * bucket b at dest[starts[b]], sizes[b] entries: `kept` entries, dest[0 .. kept); the rest are
+ * counted but not moved. shared.overflow_count and overflow_bucket must be zero on entry (and
+ * published by a barrier); afterwards overflow_count holds how many of the filled buckets exceed
+ * TREE_BUCKET_LIMIT and overflow_bucket one of them. Returns `kept`, the same in every thread;
+ * every thread must call it. */
+static __device__ uint32_t tree_bucket_place(const uint64_t *source, uint32_t count, uint32_t limit,
+                                             uint64_t *dest, uint32_t *starts, uint32_t *sizes,
+                                             const bucket_map &map, tree_shared &shared,
+                                             uint32_t &parity)
+{
     /* Starts in descending bucket order; sizes become the scatter cursors. */
     const uint32_t per = BITONIC_BINS / TREE_THREADS, top = BITONIC_BINS - 1 - threadIdx.x * per;
     uint32_t counts[4], sum = 0;
@@ -1117,7 +1102,7 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint3
     }
     __syncthreads();
     PHASE_MARK(9);
-    kept = total < limit ? total : shared.kept_end; /* uniform */
+    const uint32_t kept = total < limit ? total : shared.kept_end; /* uniform */
     for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS) {
         const uint64_t c = source[e];
         const uint32_t bucket = bucket_of(map, c);
@@ -1126,6 +1111,47 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint3
             dest[first + atomicAdd(&sizes[bucket], 1u)] = c;
     }
     __syncthreads();
+    return kept;
+}
+
+/* Buckets the `count` composites of `source` into `dest` by bucket_of() over the range
+ * [low, high] of their values, in descending bucket order (tree_bucket_place). (The bits below
+ * the common prefix of low and high would put a range that crosses a power of two into a
+ * handful of buckets.) sizes must be zero on entry. Returns the map and `kept`, the same in
+ * every thread; every thread must call it. */
+static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint32_t limit,
+                                   uint64_t *dest, uint32_t *starts, uint32_t *sizes,
+                                   tree_shared &shared, uint32_t &parity, bucket_map &map,
+                                   uint32_t &kept)
+{
+    uint64_t low = ~0ull, high = 0;
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS) {
+        const uint64_t c = source[e];
+        high = c > high ? c : high;
+        low = c < low ? c : low;
+    }
+    warp_range(low, high);
+    if (lane == 0) {
+        shared.reduce_high[warp] = high;
+        shared.reduce_low[warp] = low;
+    }
+    __syncthreads();
+    PHASE_MARK(14);
+    if (threadIdx.x == 0) { /* after the barrier: every thread has read the previous call's */
+        shared.overflow_count = 0;
+        shared.overflow_bucket = 0;
+    }
+    for (uint32_t w = 0; w < TREE_WARPS; w++) {
+        high = shared.reduce_high[w] > high ? shared.reduce_high[w] : high;
+        low = shared.reduce_low[w] < low ? shared.reduce_low[w] : low;
+    }
+    map = bucket_map_of(low, high);
+    for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS)
+        atomicAdd(&sizes[bucket_of(map, source[e])], 1u);
+    __syncthreads();
+    PHASE_MARK(15);
+    kept = tree_bucket_place(source, count, limit, dest, starts, sizes, map, shared, parity);
 }
 
 /* The root's output without a full sort: a composite's rank is the count of selected composites
@@ -1139,17 +1165,25 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint3
  * positions from `selected` to `limit`). Returns NULL when it wrote the output, else the buffer
  * (`bucketed`, holding the `kept` entries that can rank below `limit`, a superset of the top
  * `limit`) that the caller must sort instead: two or more large buckets, or a large one that
- * stays large. Every thread must call it; the histogram and shared.sub_sizes must be zero on
- * entry. `selection` is overwritten. */
+ * stays large. Every thread must call it; shared.sub_sizes must be zero on entry, and so must
+ * the histogram unless `counted` is given: then the histogram holds the selection's bucket sizes
+ * by that map (the cluster path's leader counted them) and shared.overflow_* are zero.
+ * `selection` is overwritten. */
 static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &problem, uint32_t row,
                                                    uint64_t *selection, uint32_t selected,
                                                    uint32_t limit, uint64_t *bucketed,
-                                                   tree_shared &shared, uint32_t &parity,
-                                                   uint32_t &kept)
+                                                   const bucket_map *counted, tree_shared &shared,
+                                                   uint32_t &parity, uint32_t &kept)
 {
     bucket_map map, sub_map = {};
-    tree_bucket(selection, selected, limit, bucketed, shared.bucket_start, shared.histogram, shared,
-                parity, map, kept);
+    if (counted) {
+        map = *counted;
+        kept = tree_bucket_place(selection, selected, limit, bucketed, shared.bucket_start,
+                                 shared.histogram, map, shared, parity);
+    } else {
+        tree_bucket(selection, selected, limit, bucketed, shared.bucket_start, shared.histogram,
+                    shared, parity, map, kept);
+    }
     PHASE_MARK(10);
     const uint32_t overflows = shared.overflow_count, large = shared.overflow_bucket;
     if (overflows > 1)
@@ -1164,6 +1198,10 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
         if (shared.overflow_count)
             return bucketed; /* uniform */
     }
+    /* Without a large bucket, `selection` is free: each entry's index goes to its rank there
+     * and the output is then written in order, 128 bytes per warp store, where a rank-order
+     * store from each entry touched 32 sectors per warp instruction. */
+    uint32_t *const ranked = overflows == 0 ? reinterpret_cast<uint32_t *>(selection) : NULL;
     for (uint32_t e = threadIdx.x; e < kept; e += TREE_THREADS) {
         const uint64_t c = bucketed[e];
         const uint32_t bucket = bucket_of(map, c);
@@ -1177,13 +1215,32 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
             end = first + shared.sub_sizes[sub];
             rank += first;
         }
-        for (uint32_t j = first; j < end; j++)
+        /* Four loads in flight at a time: a bucket holds a few to TREE_BUCKET_LIMIT entries. */
+        uint32_t j = first;
+        for (; j + 4 <= end; j += 4) {
+            const uint64_t a = group[j], b = group[j + 1], d = group[j + 2], f = group[j + 3];
+            rank += (a > c ? 1u : 0u) + (b > c ? 1u : 0u) + (d > c ? 1u : 0u) + (f > c ? 1u : 0u);
+        }
+        for (; j < end; j++)
             rank += group[j] > c ? 1u : 0u;
-        if (rank < limit) /* the cluster path may gather more than it writes */
-            write_output(problem, row, rank, (int32_t)(0xFFFFFFFFu - (uint32_t)c));
+        if (rank < limit) { /* the cluster path may gather more than it writes */
+            const uint32_t index = 0xFFFFFFFFu - (uint32_t)c;
+            if (ranked)
+                ranked[rank] = index;
+            else
+                write_output(problem, row, rank, (int32_t)index);
+        }
     }
-    for (uint32_t j = selected + threadIdx.x; j < limit; j += TREE_THREADS)
-        write_output(problem, row, j, -1);
+    if (ranked) {
+        /* Every position below min(selected, limit) has its entry: ranks are unique and the
+         * kept entries hold every rank below `limit` (kept >= limit where selected >= limit). */
+        __syncthreads();
+        for (uint32_t j = threadIdx.x; j < limit; j += TREE_THREADS)
+            write_output(problem, row, j, j < selected ? (int32_t)ranked[j] : -1);
+    } else {
+        for (uint32_t j = selected + threadIdx.x; j < limit; j += TREE_THREADS)
+            write_output(problem, row, j, -1);
+    }
     return NULL;
 }
 
@@ -1193,17 +1250,17 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
  * first `limit` in canonical order by bucket ranks, or by the bitonic sort in `bucketed` where
  * buckets do not spread it; -1 after the selection. `bucketed` holds composite_entries(selected)
  * entries. Every thread must call it; the histogram and shared.sub_sizes must be zero on
- * entry. */
+ * entry, or with `counted` as tree_output_by_buckets() says. */
 static __device__ void tree_write_output(const struct topk_problem &problem, uint32_t row,
                                          uint64_t *selection, uint32_t selected, uint32_t limit,
-                                         uint64_t *bucketed, tree_shared &shared,
-                                         uint32_t &parity)
+                                         uint64_t *bucketed, const bucket_map *counted,
+                                         tree_shared &shared, uint32_t &parity)
 {
     uint64_t *sorted = selection;
     uint32_t kept = selected; /* entries that can rank below `limit`, at the front of sorted */
     if (selected > 1) {
-        sorted = tree_output_by_buckets(problem, row, selection, selected, limit, bucketed, shared,
-                                        parity, kept);
+        sorted = tree_output_by_buckets(problem, row, selection, selected, limit, bucketed,
+                                        counted, shared, parity, kept);
         if (!sorted) {
             PHASE_MARK(12);
             return; /* uniform: written by buckets */
@@ -1374,7 +1431,7 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
     __syncthreads();
     PHASE_MARK(6);
     tree_write_output(problem, row, tree_sort_buffer, selected, k,
-                      tree_sort_buffer + composite_entries_device(k), shared, parity);
+                      tree_sort_buffer + composite_entries_device(k), NULL, shared, parity);
 }
 
 /* ---- Cluster path: one thread-block cluster per row ----------------------------------------
@@ -1648,15 +1705,32 @@ static __device__ __forceinline__ void cluster_row_bins(const cg::cluster_group 
 
 /* From the row's counts (cluster_row_bins), the bin holding the remaining-th largest, into
  * shared.selected_digit / selected_above / selected_count (unset when the total is below
- * `remaining`). Returns the total. Every thread must call it. */
+ * `remaining`); with `bounds` (level 0) also the highest and lowest non-empty bins into
+ * shared.high_bin / low_bin (0 and BITONIC_NO_BIN on entry). Returns the total. Every thread must
+ * call it. */
 static __device__ uint32_t cluster_pick(const uint32_t (&counts)[4], uint32_t bins,
-                                        uint32_t remaining, tree_shared &shared, uint32_t &parity)
+                                        uint32_t remaining, bool bounds, tree_shared &shared,
+                                        uint32_t &parity)
 {
     const uint32_t per = bins / TREE_THREADS, top = bins - 1 - per * threadIdx.x;
-    uint32_t sum = 0;
+    uint32_t sum = 0, high = 0, low = BITONIC_NO_BIN;
 #pragma unroll
-    for (uint32_t j = 0; j < 4; j++)
-        sum += j < per ? counts[j] : 0u;
+    for (uint32_t j = 0; j < 4; j++) {
+        if (j < per && counts[j]) {
+            sum += counts[j];
+            high = high > top - j ? high : top - j;
+            low = top - j;
+        }
+    }
+    if (bounds) {
+        /* Published by the scan's barrier. */
+        high = __reduce_max_sync(0xFFFFFFFFu, high);
+        low = __reduce_min_sync(0xFFFFFFFFu, low);
+        if ((threadIdx.x & 31) == 0) {
+            atomicMax(&shared.high_bin, high);
+            atomicMin(&shared.low_bin, low);
+        }
+    }
     uint32_t total;
     uint32_t above = block_exclusive_sum_of<TREE_WARPS>(sum, shared.scan, parity, total);
     pick_bin(counts, per, top, above, remaining, shared);
@@ -1719,7 +1793,7 @@ static __device__ void cluster_reduce_slice(const cg::cluster_group &cluster, ui
  * on entry) with a cluster barrier more; then cluster_pick. */
 static __device__ uint32_t cluster_level_pick(const cg::cluster_group &cluster, uint32_t *histogram,
                                               uint32_t *slice, uint32_t parts, uint32_t part,
-                                              uint32_t bins, uint32_t remaining,
+                                              uint32_t bins, uint32_t remaining, bool bounds,
                                               tree_shared &shared, uint32_t &parity)
 {
     uint32_t counts[4];
@@ -1733,7 +1807,7 @@ static __device__ uint32_t cluster_level_pick(const cg::cluster_group &cluster, 
         for (uint32_t j = 0; j < 4; j++)
             counts[j] = j < per ? slice[top - j] : 0u;
     }
-    return cluster_pick(counts, bins, remaining, shared, parity);
+    return cluster_pick(counts, bins, remaining, bounds, shared, parity);
 }
 
 /* Warp 0 sums `value(c)` over the cluster's CTAs c < limit into *result; the caller's next
@@ -1794,6 +1868,10 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
             mbarrier_init(shared_address(&exchange.gather), 1);
         exchange.minimum = 0xFFFFFFFFu;
         exchange.maximum = 0;
+        shared.high_bin = 0;
+        shared.low_bin = BITONIC_NO_BIN;
+        shared.overflow_count = 0; /* the output stage's (tree_bucket_place) */
+        shared.overflow_bucket = 0;
     }
     /* Slices of the levels' row histograms (cluster_level_pick): level 0 and 2 in
      * shared.histogram, level 1 in shared.sub_sizes; zeroed above and, for level 2, during
@@ -1827,7 +1905,7 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
     cluster.sync();
     PHASE_MARK(1);
     const uint32_t total = cluster_level_pick(cluster, even_histogram, slices[0], parts, part,
-                                              2048u, k, shared, parity);
+                                              2048u, k, true, shared, parity);
     PHASE_MARK(2);
     uint32_t mask = 0, prefix = 0, remaining = k, level = 0, tie_bin = 0;
     bool whole = true; /* every candidate matching the prefix is gathered */
@@ -1892,8 +1970,8 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
             }
         }
         /* Its barriers publish row_* too. */
-        cluster_level_pick(cluster, odd_histogram, slices[1], parts, part, 2048u, remaining, shared,
-                           parity);
+        cluster_level_pick(cluster, odd_histogram, slices[1], parts, part, 2048u, remaining, false,
+                           shared, parity);
         PHASE_MARK(4);
         if (exchange.row_minimum == exchange.row_maximum) {
             /* One key: all of them tie; the first `remaining` in index order are taken. */
@@ -1921,7 +1999,7 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
                 cluster_histogram<TOTAL>(key, mask, prefix, 0u, 1023u, even_histogram);
                 cluster.sync();
                 cluster_level_pick(cluster, even_histogram, slices[0], parts, part, 1024u,
-                                   remaining, shared, parity);
+                                   remaining, false, shared, parity);
                 PHASE_MARK(5);
                 remaining -= shared.selected_above;
                 prefix |= shared.selected_digit;
@@ -2002,6 +2080,17 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
         }
     }
 
+    if (part == 0 && parts >= CLUSTER_SCATTER_PARTS) {
+        /* The leader's histogram and sub_sizes held the levels' slices (cluster_reduce_slice),
+         * whose last remote writes preceded the last level's cluster barrier; the output stage
+         * counts into the one and needs the other zero (the barriers of the gather below
+         * order this before it). */
+        for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS) {
+            shared.histogram[i] = 0;
+            shared.sub_sizes[i] = 0;
+        }
+    }
+
     /* Gather: the leader's buffer receives the whole selection, CTA by CTA. */
     uint32_t mine;
     uint32_t slot = block_exclusive_sum_of<TREE_WARPS>(flags.count(), shared.scan, parity, mine);
@@ -2059,19 +2148,27 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
             return; /* uniform: the leader writes the output */
     }
     PHASE_MARK(8);
-    if (parts > 1) {
-        /* The slices are no longer read by anyone (the last cluster barrier above); the output
-         * stage needs shared.histogram and shared.sub_sizes zero. */
-        for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS) {
-            shared.histogram[i] = 0;
-            shared.sub_sizes[i] = 0;
-        }
-        __syncthreads();
-    }
+    /* The output stage's bucket map (bucket_of), computed by the leader: every gathered key
+     * is at least `prefix` (keys above the tie key, or matching the prefix or above) and a
+     * candidate, so within level 0's lowest and highest non-empty bins. Taken from level 0,
+     * the map saves the leader its pass measuring the selection's range (0.8 us at 16 x 131072
+     * k 2048). */
+    const uint32_t low_bin = shared.low_bin == BITONIC_NO_BIN ? 0u : shared.low_bin;
+    const uint32_t low_key = prefix > (low_bin << 21) ? prefix : low_bin << 21;
+    const uint32_t high_key = (shared.high_bin << 21) | 0x1FFFFFu;
+    const bucket_map map =
+        bucket_map_of((uint64_t)low_key << 32, ((uint64_t)high_key << 32) | 0xFFFFFFFFu);
+    /* The leader counts the selection's buckets. Counted as the entries were gathered (the
+     * senders' remote atomics, or the leader's own in its unrolled gather loop), the gather
+     * took 0.7-4.7 us longer on the H200 (docs/PERF.md v0.6.3). */
+    for (uint32_t e = threadIdx.x; e < gathered; e += TREE_THREADS)
+        atomicAdd(&shared.histogram[bucket_of(map, selection[e])], 1u);
+    __syncthreads();
 
-    /* Output by the leader alone: every other CTA has left its SM to the next cluster's. */
-    tree_write_output(problem, row, selection, gathered, whole ? k : gathered, bucketed, shared,
-                      parity);
+    /* Output by the leader alone: every other CTA has left its SM to the next cluster's. Its
+     * histogram holds the selection's bucket sizes, sub_sizes is zero. */
+    tree_write_output(problem, row, selection, gathered, whole ? k : gathered, bucketed, &map,
+                      shared, parity);
 #endif
 }
 

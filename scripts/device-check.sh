@@ -5,9 +5,10 @@
 # matters lands in $OUT (at most 8 files come back): logs.txt, seed-report.json,
 # shipped-report.json, bench.json, torch-bench.json.
 # Usage: scripts/device-check.sh [STEP...]
-#   steps: suite split cluster sanitize sanitize-run sanitize-plugins run isolation devices
-#   breakdown ab bench phases bench-paths racecheck racecheck-split (default: suite sanitize run
-#   isolation devices bench; the others are slow or only needed when what they test changed)
+#   steps: suite split cluster kernel sanitize sanitize-run sanitize-plugins run isolation
+#   devices breakdown ab bench bench-ab phases bench-paths racecheck racecheck-split (default:
+#   suite sanitize run isolation devices bench; the others are slow or only needed when what they
+#   test changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
 mkdir -p "$OUT"
@@ -76,6 +77,36 @@ for s in $steps; do
             step "racecheck-${run%%:*}" 240 env DSATOPK_BITONIC_SPLIT=${run%%:*} compute-sanitizer \
                 --tool racecheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick \
                 --k "${run##*:}"
+        done
+        ;;
+    kernel)
+        # A quick check of bitonic after a kernel change: the suite in every split mode (the
+        # cluster path's, the tree's with leaves of 8192 and of 2048), rows of 3-16 CTAs
+        # (--longest), memcheck and racecheck on the quick cases (the full sweep: cluster, split).
+        for mode in auto cluster cluster16 cluster32 cluster64 cluster128 tree always; do
+            step "suite-$mode" 120 env DSATOPK_BITONIC_SPLIT=$mode test_gpu_backends --backend bitonic
+        done
+        for run in cluster:57000 cluster64:200000 cluster128:300000; do
+            step "longest-${run%%:*}-${run##*:}" 100 env DSATOPK_BITONIC_SPLIT=${run%%:*} \
+                test_gpu_backends --backend bitonic --quick --longest "${run##*:}"
+        done
+        for mode in cluster cluster128; do
+            step "memcheck-$mode" 200 env DSATOPK_BITONIC_SPLIT=$mode compute-sanitizer \
+                --tool memcheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick
+        done
+        step racecheck-cluster64 200 env DSATOPK_BITONIC_SPLIT=cluster64 compute-sanitizer \
+            --tool racecheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        ;;
+    bench-ab)
+        # bitonic's speed, this binary ("new") against device-bundle/bin/dsatopk-audit-NAME for
+        # each NAME in AB_BUILDS (default "old"), AB_ROUNDS rounds alternating, BENCH_SHAPES.
+        for round in $(seq "${AB_ROUNDS:-2}"); do
+            for build in ${AB_BUILDS:-old} new; do
+                binary=dsatopk-audit
+                [ "$build" = new ] || binary=dsatopk-audit-$build
+                step "bench-$build-$round" 300 "$binary" bench --backends bitonic \
+                    "${shape_args[@]}" --out "$OUT/bench-$build.json"
+            done
         done
         ;;
     phases)
