@@ -892,6 +892,21 @@ static __device__ __forceinline__ uint32_t load_slice_bits(const struct topk_pro
         count = (uint32_t)(length - first < slice ? length - first : slice);
     const float *base = row_window(problem, row) + first;
     const bool aligned = ((uintptr_t)base & 15u) == 0;
+    if (aligned && count == slice && slice >= TREE_LEAF_QUANTUM * (ITEMS / 4)) {
+        /* The common case, one 16-byte load per group: a branch of its own, so that the
+         * per-group fallback below (scalar loads, bounds) is not laid out between these loads
+         * and fetched with them (instruction fetch stalls: docs/PERF.md v0.6.4). */
+#pragma unroll
+        for (uint32_t g = 0; g < ITEMS / 4; g++) {
+            const float4 quad = __ldg(reinterpret_cast<const float4 *>(
+                base + g * TREE_LEAF_QUANTUM + threadIdx.x * 4));
+            bits[4 * g + 0] = __float_as_uint(quad.x);
+            bits[4 * g + 1] = __float_as_uint(quad.y);
+            bits[4 * g + 2] = __float_as_uint(quad.z);
+            bits[4 * g + 3] = __float_as_uint(quad.w);
+        }
+        return count;
+    }
 #pragma unroll
     for (uint32_t g = 0; g < ITEMS / 4; g++) {
         const uint32_t element = g * TREE_LEAF_QUANTUM + threadIdx.x * 4;
@@ -1065,7 +1080,10 @@ static __device__ __forceinline__ bucket_map bucket_map_of(uint64_t low, uint64_
  * counted but not moved. shared.overflow_count and overflow_bucket must be zero on entry (and
  * published by a barrier); afterwards overflow_count holds how many of the filled buckets exceed
  * TREE_BUCKET_LIMIT and overflow_bucket one of them. Returns `kept`, the same in every thread;
- * every thread must call it. */
+ * every thread must call it.
+ * The output stage's loops over entries are kept rolled (`#pragma unroll 1`): the stage runs
+ * once per CTA, so its code is fetched cold, and ncu's largest stall there was instruction
+ * fetch; rolled, it took 0.3-0.36 us less (docs/PERF.md v0.6.4). */
 static __device__ uint32_t tree_bucket_place(const uint64_t *source, uint32_t count, uint32_t limit,
                                              uint64_t *dest, uint32_t *starts, uint32_t *sizes,
                                              const bucket_map &map, tree_shared &shared,
@@ -1103,6 +1121,7 @@ static __device__ uint32_t tree_bucket_place(const uint64_t *source, uint32_t co
     __syncthreads();
     PHASE_MARK(9);
     const uint32_t kept = total < limit ? total : shared.kept_end; /* uniform */
+#pragma unroll 1
     for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS) {
         const uint64_t c = source[e];
         const uint32_t bucket = bucket_of(map, c);
@@ -1126,6 +1145,7 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint3
 {
     uint64_t low = ~0ull, high = 0;
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll 1
     for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS) {
         const uint64_t c = source[e];
         high = c > high ? c : high;
@@ -1147,6 +1167,7 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint3
         low = shared.reduce_low[w] < low ? shared.reduce_low[w] : low;
     }
     map = bucket_map_of(low, high);
+#pragma unroll 1
     for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS)
         atomicAdd(&sizes[bucket_of(map, source[e])], 1u);
     __syncthreads();
@@ -1202,6 +1223,7 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
      * and the output is then written in order, 128 bytes per warp store, where a rank-order
      * store from each entry touched 32 sectors per warp instruction. */
     uint32_t *const ranked = overflows == 0 ? reinterpret_cast<uint32_t *>(selection) : NULL;
+#pragma unroll 1
     for (uint32_t e = threadIdx.x; e < kept; e += TREE_THREADS) {
         const uint64_t c = bucketed[e];
         const uint32_t bucket = bucket_of(map, c);
@@ -1235,9 +1257,11 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
         /* Every position below min(selected, limit) has its entry: ranks are unique and the
          * kept entries hold every rank below `limit` (kept >= limit where selected >= limit). */
         __syncthreads();
+#pragma unroll 1
         for (uint32_t j = threadIdx.x; j < limit; j += TREE_THREADS)
             write_output(problem, row, j, j < selected ? (int32_t)ranked[j] : -1);
     } else {
+#pragma unroll 1
         for (uint32_t j = selected + threadIdx.x; j < limit; j += TREE_THREADS)
             write_output(problem, row, j, -1);
     }
@@ -1272,6 +1296,7 @@ static __device__ void tree_write_output(const struct topk_problem &problem, uin
         sort_descending<TREE_THREADS>(sorted, padded);
         PHASE_MARK(13);
     }
+#pragma unroll 1
     for (uint32_t j = threadIdx.x; j < limit; j += TREE_THREADS) {
         int32_t index = -1;
         if (j < kept)
@@ -1605,6 +1630,17 @@ static __device__ __forceinline__ void cluster_load_slice(const struct topk_prob
     load_slice_bits<ITEMS>(problem, row, first, TREE_THREADS * ITEMS, keys);
 }
 
+/* Adds one to a shared-memory counter where `take`, as one predicated reduction. Written as a
+ * branch, each unrolled item got a branch and its reconvergence around the atomic: twice the
+ * instructions, and all of them fetched cold once per CTA (docs/PERF.md v0.6.4). */
+static __device__ __forceinline__ void shared_add_if(uint32_t *counter, bool take)
+{
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\t"
+                 "@p red.shared.add.u32 [%0], 1;\n\t}" ::"r"(shared_address(counter)),
+                 "r"((uint32_t)take)
+                 : "memory");
+}
+
 /* The register items' part of the level-0 histogram (zeroed and published before the loads were
  * issued): each item becomes its order key (CLUSTER_NO_KEY where there is no candidate) and is
  * counted as soon as its load arrives, so the counting runs under the rest of the row's load
@@ -1616,8 +1652,7 @@ static __device__ __forceinline__ void cluster_level0_registers(uint32_t (&keys)
 #pragma unroll
     for (uint32_t i = 0; i < ITEMS; i++) {
         keys[i] = order_key_bits(keys[i]);
-        if (keys[i] != CLUSTER_NO_KEY)
-            atomicAdd(&histogram[keys[i] >> 21], 1u);
+        shared_add_if(&histogram[keys[i] >> 21], keys[i] != CLUSTER_NO_KEY);
     }
 }
 
@@ -1631,8 +1666,8 @@ static __device__ __forceinline__ void cluster_histogram(Key key, uint32_t mask,
 #pragma unroll
     for (uint32_t i = 0; i < ITEMS; i++) {
         const uint32_t k = key(i);
-        if (k != CLUSTER_NO_KEY && (k & mask) == prefix)
-            atomicAdd(&histogram[(k >> shift) & digit_mask], 1u);
+        shared_add_if(&histogram[(k >> shift) & digit_mask],
+                      k != CLUSTER_NO_KEY && (k & mask) == prefix);
     }
 }
 
@@ -1659,8 +1694,7 @@ static __device__ __forceinline__ void cluster_load_shared(const struct topk_pro
         for (uint32_t j = 0; j < 16; j++) {
             const uint32_t key = order_key_bits(bits[j]);
             shared_keys[(16 * chunk + j) * TREE_THREADS + threadIdx.x] = key;
-            if (key != CLUSTER_NO_KEY)
-                atomicAdd(&histogram[key >> 21], 1u);
+            shared_add_if(&histogram[key >> 21], key != CLUSTER_NO_KEY);
         }
     }
 }
@@ -2016,10 +2050,11 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
     cluster_flags<TOTAL> flags;
     flags.clear();
     if (whole) {
+        /* prefix has no bits outside mask, so (key & mask) >= prefix is key >= prefix. */
 #pragma unroll
         for (uint32_t i = 0; i < TOTAL; i++) {
             const uint32_t k_i = key(i);
-            if (k_i != CLUSTER_NO_KEY && (k_i & mask) >= prefix)
+            if (k_i >= prefix && k_i != CLUSTER_NO_KEY)
                 flags.set(i);
         }
     } else {
@@ -2161,6 +2196,7 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
     /* The leader counts the selection's buckets. Counted as the entries were gathered (the
      * senders' remote atomics, or the leader's own in its unrolled gather loop), the gather
      * took 0.7-4.7 us longer on the H200 (docs/PERF.md v0.6.3). */
+#pragma unroll 1
     for (uint32_t e = threadIdx.x; e < gathered; e += TREE_THREADS)
         atomicAdd(&shared.histogram[bucket_of(map, selection[e])], 1u);
     __syncthreads();
