@@ -32,6 +32,12 @@ step() {
         "$(grep -v '^\s*$' "$LOG" | tail -1 | cut -c1-120)"
 }
 
+# build_binary NAME: the binary of an A/B build: "new" is this one, any other NAME the older
+# build carried as device-bundle/bin/dsatopk-audit-NAME (steps ab and bench-ab).
+build_binary() {
+    if [ "$1" = new ]; then echo dsatopk-audit; else echo "dsatopk-audit-$1"; fi
+}
+
 nvidia-smi -L >>"$LOG" 2>&1
 dsatopk-audit --version >>"$LOG" 2>&1
 for s in $steps; do
@@ -102,8 +108,7 @@ for s in $steps; do
         # each NAME in AB_BUILDS (default "old"), AB_ROUNDS rounds alternating, BENCH_SHAPES.
         for round in $(seq "${AB_ROUNDS:-2}"); do
             for build in ${AB_BUILDS:-old} new; do
-                binary=dsatopk-audit
-                [ "$build" = new ] || binary=dsatopk-audit-$build
+                binary=$(build_binary "$build")
                 step "bench-$build-$round" 300 "$binary" bench --backends bitonic \
                     "${shape_args[@]}" --out "$OUT/bench-$build.json"
             done
@@ -213,8 +218,7 @@ sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
             -s 1 -o /tmp/relu-64x131072.bin >>"$LOG" 2>&1
         for round in $(seq "${AB_ROUNDS:-3}"); do
             for build in ${AB_BUILDS:-old} new; do
-                binary=dsatopk-audit
-                [ "$build" = new ] || binary=dsatopk-audit-$build
+                binary=$(build_binary "$build")
                 for job in quickstart breakdown; do
                     inputs=captures
                     [ "$job" = breakdown ] && inputs=/tmp/relu-64x131072.bin
