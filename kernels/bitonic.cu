@@ -1580,8 +1580,10 @@ struct cluster_exchange {
     uint64_t gather; /* the leader's mbarrier for the gather (one arrival and the bytes) */
     uint32_t minimum, maximum;         /* the CTA's level-1 candidates: read by the cluster */
     uint32_t row_minimum, row_maximum; /* results for the whole CTA */
-    uint32_t ties_before, offset;
-    uint32_t selected[CLUSTER_MAX_PARTS]; /* CTA c's selected count, written by CTA c */
+    uint32_t ties_before;
+    uint32_t claimed; /* the leader's: gather slots claimed so far, by every CTA's warps */
+    uint32_t own;     /* the leader's: how many of them its own warps claimed */
+    uint32_t trash; /* level 0's increments of non-candidates (shared_add_or_trash); never read */
 };
 
 /* The order key of exact -inf: the one key that is not a candidate. Elements past the row's end
@@ -1630,9 +1632,10 @@ static __device__ __forceinline__ void cluster_load_slice(const struct topk_prob
     load_slice_bits<ITEMS>(problem, row, first, TREE_THREADS * ITEMS, keys);
 }
 
-/* Adds one to a shared-memory counter where `take`, as one predicated reduction. Written as a
- * branch, each unrolled item got a branch and its reconvergence around the atomic: twice the
- * instructions, and all of them fetched cold once per CTA (docs/PERF.md v0.6.4). */
+/* Adds one to a shared-memory counter where `take`, as one predicated reduction: for the
+ * refinement levels, where few items are members, so that a warp with none skips the atomic.
+ * (ptxas still emits a branch per item around it; written as an `if`, each item also got its
+ * reconvergence: twice the instructions, docs/PERF.md v0.6.4.) */
 static __device__ __forceinline__ void shared_add_if(uint32_t *counter, bool take)
 {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\t"
@@ -1641,18 +1644,30 @@ static __device__ __forceinline__ void shared_add_if(uint32_t *counter, bool tak
                  : "memory");
 }
 
+/* Adds one to a shared-memory counter where `take`, else to `trash` (a counter nobody reads):
+ * for level 0, where almost every item is a candidate. An unconditional increment is one
+ * warp-aggregated ATOMS.POPC.INC with no branch, so ptxas interleaves the unrolled items; the
+ * predicated reduction above became a branch, BSSY and BSYNC around every item's atomic (sm_90
+ * SASS), fetched cold once per CTA (docs/PERF.md v0.6.5). */
+static __device__ __forceinline__ void shared_add_or_trash(uint32_t *counter, bool take,
+                                                           uint32_t *trash)
+{
+    atomicAdd(take ? counter : trash, 1u);
+}
+
 /* The register items' part of the level-0 histogram (zeroed and published before the loads were
  * issued): each item becomes its order key (CLUSTER_NO_KEY where there is no candidate) and is
  * counted as soon as its load arrives, so the counting runs under the rest of the row's load
  * instead of after it (2.7 us after a 4.2 us load at 16 x 131072 before: docs/PERF.md). */
 template <uint32_t ITEMS>
 static __device__ __forceinline__ void cluster_level0_registers(uint32_t (&keys)[ITEMS],
-                                                                uint32_t *histogram)
+                                                                uint32_t *histogram,
+                                                                uint32_t *trash)
 {
 #pragma unroll
     for (uint32_t i = 0; i < ITEMS; i++) {
         keys[i] = order_key_bits(keys[i]);
-        shared_add_if(&histogram[keys[i] >> 21], keys[i] != CLUSTER_NO_KEY);
+        shared_add_or_trash(&histogram[keys[i] >> 21], keys[i] != CLUSTER_NO_KEY, trash);
     }
 }
 
@@ -1682,7 +1697,7 @@ template <uint32_t REGISTER_ITEMS, uint32_t SHARED_ITEMS>
 static __device__ __forceinline__ void cluster_load_shared(const struct topk_problem &problem,
                                                            uint32_t row, uint32_t first,
                                                            uint32_t *shared_keys,
-                                                           uint32_t *histogram)
+                                                           uint32_t *histogram, uint32_t *trash)
 {
 #pragma unroll 1
     for (uint32_t chunk = 0; chunk < SHARED_ITEMS / 16; chunk++) {
@@ -1694,7 +1709,7 @@ static __device__ __forceinline__ void cluster_load_shared(const struct topk_pro
         for (uint32_t j = 0; j < 16; j++) {
             const uint32_t key = order_key_bits(bits[j]);
             shared_keys[(16 * chunk + j) * TREE_THREADS + threadIdx.x] = key;
-            shared_add_if(&histogram[key >> 21], key != CLUSTER_NO_KEY);
+            shared_add_or_trash(&histogram[key >> 21], key != CLUSTER_NO_KEY, trash);
         }
     }
 }
@@ -1752,8 +1767,10 @@ static __device__ uint32_t cluster_pick(const uint32_t (&counts)[4], uint32_t bi
     for (uint32_t j = 0; j < 4; j++) {
         if (j < per && counts[j]) {
             sum += counts[j];
-            high = high > top - j ? high : top - j;
-            low = top - j;
+            if (bounds) { /* level 0 only */
+                high = high > top - j ? high : top - j;
+                low = top - j;
+            }
         }
     }
     if (bounds) {
@@ -1844,6 +1861,19 @@ static __device__ uint32_t cluster_level_pick(const cg::cluster_group &cluster, 
     return cluster_pick(counts, bins, remaining, bounds, shared, parity);
 }
 
+/* The cluster barrier, or the CTA's own where the cluster is one CTA (rows of one slice): a
+ * cluster barrier's release is a GPU-scope memory barrier in SASS (MEMBAR.ALL.GPU before the
+ * arrive), about 0.5 us each where a CTA barrier costs a few dozen cycles, and with one CTA no
+ * other CTA reads what it wrote (docs/PERF.md v0.6.5). Every thread must call it. */
+static __device__ __forceinline__ void cluster_barrier(const cg::cluster_group &cluster,
+                                                       uint32_t parts)
+{
+    if (parts == 1)
+        __syncthreads();
+    else
+        cluster.sync();
+}
+
 /* Warp 0 sums `value(c)` over the cluster's CTAs c < limit into *result; the caller's next
  * barrier publishes it. */
 template <typename Read>
@@ -1901,6 +1931,8 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
         if (parts >= CLUSTER_ASYNC_GATHER_PARTS)
             mbarrier_init(shared_address(&exchange.gather), 1);
         exchange.minimum = 0xFFFFFFFFu;
+        exchange.claimed = 0; /* published by the level-0 cluster barrier */
+        exchange.own = 0;
         exchange.maximum = 0;
         shared.high_bin = 0;
         shared.low_bin = BITONIC_NO_BIN;
@@ -1923,20 +1955,20 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
         cluster_load_slice<ITEMS>(problem, row, first, keys);
         __syncthreads();
         cluster_load_shared<ITEMS, SHARED_ITEMS>(problem, row, first, shared_keys,
-                                                 even_histogram);
+                                                 even_histogram, &exchange.trash);
     } else {
         __syncthreads();
         cluster_load_slice<ITEMS>(problem, row, first, keys);
     }
     PHASE_MARK(0);
-    cluster_level0_registers<ITEMS>(keys, even_histogram);
+    cluster_level0_registers<ITEMS>(keys, even_histogram, &exchange.trash);
     /* Item i of this thread: a register, or (i >= ITEMS) shared memory. Loops over items are
      * unrolled, so the choice is made at compile time. */
     const auto key = [&](uint32_t i) -> uint32_t {
         return i < ITEMS ? keys[i < ITEMS ? i : 0]
                          : shared_keys[(i - ITEMS) * TREE_THREADS + threadIdx.x];
     };
-    cluster.sync();
+    cluster_barrier(cluster, parts);
     PHASE_MARK(1);
     const uint32_t total = cluster_level_pick(cluster, even_histogram, slices[0], parts, part,
                                               2048u, k, true, shared, parity);
@@ -1980,7 +2012,7 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
             atomicMin(&exchange.minimum, low);
             atomicMax(&exchange.maximum, high);
         }
-        cluster.sync();
+        cluster_barrier(cluster, parts);
         PHASE_MARK(3);
         if (parts > 1) {
             /* Level 0's slices were written (by every CTA) and read before this barrier:
@@ -2031,7 +2063,7 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
                     even_histogram[i] = 0;
                 __syncthreads();
                 cluster_histogram<TOTAL>(key, mask, prefix, 0u, 1023u, even_histogram);
-                cluster.sync();
+                cluster_barrier(cluster, parts);
                 cluster_level_pick(cluster, even_histogram, slices[0], parts, part, 1024u,
                                    remaining, false, shared, parity);
                 PHASE_MARK(5);
@@ -2069,6 +2101,9 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
          * after it; each pair is flagged right after its scan (no per-group arrays). */
         uint32_t running = 0, quota = 0, before = 0;
         gathered = k - remaining; /* the keys above the tie key; the ties are written here */
+        /* The CTA's quota of ties by rank, as slice elements: the output stage's buffer, not
+         * used before it (2 * capacity words >= k >= quota). */
+        uint32_t *const tie_stage = reinterpret_cast<uint32_t *>(bucketed);
 #pragma unroll
         for (uint32_t g = 0; g < TOTAL / 4; g += 2) {
             uint32_t pair_counts = 0;
@@ -2097,22 +2132,24 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
                 const uint32_t i = 4 * g + j;
                 if (j == 4)
                     rank = running + (pair_total & 0xFFFFu) + (exclusive >> 16);
-                if (key(i) == prefix) { /* prefix is a candidate's key, never CLUSTER_NO_KEY */
-                    if (rank < quota) {
-                        /* The tie's output position is known: after the k - remaining keys
-                         * above it, at its rank among the row's ties in index order. Written
-                         * here, it is not gathered: a plateau of ties (the 0.0 of ReLU rows)
-                         * would be one oversized bucket of the leader's ranking. */
-                        const uint32_t element =
-                            (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
-                        write_output(problem, row, k - remaining + before + rank,
-                                     (int32_t)(first + element));
-                    }
-                    rank++;
-                }
+                /* prefix is a candidate's key, never CLUSTER_NO_KEY */
+                const bool tie = key(i) == prefix;
+                if (tie && rank < quota)
+                    tie_stage[rank] = (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
+                rank += tie ? 1u : 0u;
             }
             running += (pair_total & 0xFFFFu) + (pair_total >> 16);
         }
+        /* The ties' output positions are known: after the k - remaining keys above the tie key,
+         * at their rank among the row's ties in index order. Written here, they are not
+         * gathered: a plateau of ties (the 0.0 of ReLU rows) would be one oversized bucket of
+         * the leader's ranking. Staged by rank above and written in order: write_output()
+         * inside the unrolled loop was a branch and its code per item (docs/PERF.md v0.6.5). */
+        __syncthreads();
+#pragma unroll 1
+        for (uint32_t j = threadIdx.x; j < quota; j += TREE_THREADS)
+            write_output(problem, row, k - remaining + before + j,
+                         (int32_t)(first + tie_stage[j]));
     }
 
     if (part == 0 && parts >= CLUSTER_SCATTER_PARTS) {
@@ -2126,19 +2163,37 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
         }
     }
 
-    /* Gather: the leader's buffer receives the whole selection, CTA by CTA. */
-    uint32_t mine;
-    uint32_t slot = block_exclusive_sum_of<TREE_WARPS>(flags.count(), shared.scan, parity, mine);
-    /* The count into the exchange of every later CTA (remote stores, completed by the
-     * barrier), so that each reads its offset from its own shared memory. */
-    if (threadIdx.x > part && threadIdx.x < parts)
-        cluster.map_shared_rank(&exchange, threadIdx.x)->selected[part] = mine;
+    /* Gather: the leader's buffer receives the whole selection. Each warp claims its slots
+     * with one atomic on the leader's counter, so the order of the buffer depends on arrival;
+     * its content does not, and the output stage ranks it by value (unique composites), so the
+     * output does not either. (Slots by a block scan and a count exchange cost a CTA barrier
+     * and a cluster barrier, 0.5 us with its GPU-scope membar: docs/PERF.md v0.6.5.) */
     PHASE_MARK(6);
-    cluster.sync();
+    /* Rows of CLUSTER_ASYNC_GATHER_PARTS CTAs or more end with no cluster barrier after the
+     * gather (below), and a CTA's shared memory must outlive the others' reads of it (the level
+     * histograms, the tie counts, all read before this point): each CTA arrives here, relaxed
+     * (no membar: its reads are done, their values used), and waits before it leaves. */
+    if (parts >= CLUSTER_ASYNC_GATHER_PARTS)
+        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    uint32_t slot;
+    {
+        const uint32_t lane = threadIdx.x & 31u, count = flags.count();
+        uint32_t inclusive = count;
+#pragma unroll
+        for (int offset = 1; offset < 32; offset <<= 1) {
+            const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+            if (lane >= (uint32_t)offset)
+                inclusive += other;
+        }
+        uint32_t base = 0;
+        if (lane == 31) {
+            base = atomicAdd(cluster.map_shared_rank(&exchange.claimed, 0), inclusive);
+            if (part == 0)
+                atomicAdd(&exchange.own, inclusive);
+        }
+        slot = __shfl_sync(0xFFFFFFFFu, base, 31) + inclusive - count;
+    }
     PHASE_MARK(7);
-    cluster_sum_before(part, &exchange.offset, [&](uint32_t c) { return exchange.selected[c]; });
-    __syncthreads();
-    slot += exchange.offset;
     if (parts >= CLUSTER_ASYNC_GATHER_PARTS) {
         /* The other CTAs' composites reach the leader as asynchronous remote stores that count
          * their bytes on its mbarrier; the leader expects the bytes of all the selection but
@@ -2162,10 +2217,14 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
                 slot++;
             }
         }
+        /* Every CTA has read what it needed of the others' shared memory (the leader's
+         * output stage reuses its level histograms). */
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
         if (part != 0)
             return; /* uniform: the leader writes the output */
+        __syncthreads(); /* exchange.own is complete */
         if (threadIdx.x == 0)
-            mbarrier_expect_bytes(barrier, 8u * (gathered - mine));
+            mbarrier_expect_bytes(barrier, 8u * (gathered - exchange.own));
         mbarrier_wait(barrier, 0);
         __syncthreads(); /* the leader's own entries too */
     } else {
@@ -2178,7 +2237,8 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
                 leader_selection[slot++] = make_composite(key(i), first + element);
             }
         }
-        cluster.sync(); /* the last access to another CTA's shared memory is before it */
+        /* The last access to another CTA's shared memory is before it. */
+        cluster_barrier(cluster, parts);
         if (part != 0)
             return; /* uniform: the leader writes the output */
     }
