@@ -1576,8 +1576,14 @@ static __device__ __forceinline__ void store_async(uint32_t address, uint64_t va
         : "memory");
 }
 
+/* The bulk load of a slice (cluster_bulk_load): chunks of 16 keys per thread (32 KiB), each
+ * counted on its own mbarrier, so the first is counted while the others arrive. */
+#define CLUSTER_BULK_CHUNK_ITEMS 16u
+#define CLUSTER_BULK_CHUNKS 4u /* slices of 64 keys per thread (the only ones bulk-loaded) */
+
 struct cluster_exchange {
     uint64_t gather; /* the leader's mbarrier for the gather (one arrival and the bytes) */
+    uint64_t bulk[CLUSTER_BULK_CHUNKS]; /* the slice's bulk load, one mbarrier per chunk */
     uint32_t minimum, maximum;         /* the CTA's level-1 candidates: read by the cluster */
     uint32_t row_minimum, row_maximum; /* results for the whole CTA */
     uint32_t ties_before;
@@ -1710,6 +1716,78 @@ static __device__ __forceinline__ void cluster_load_shared(const struct topk_pro
             const uint32_t key = order_key_bits(bits[j]);
             shared_keys[(16 * chunk + j) * TREE_THREADS + threadIdx.x] = key;
             shared_add_or_trash(&histogram[key >> 21], key != CLUSTER_NO_KEY, trash);
+        }
+    }
+}
+
+/* Starts the bulk load of the CTA's slice into `staging` (TREE_THREADS * ITEMS words) when the
+ * slice is whole and 16-byte aligned: thread 0 initialises one mbarrier per chunk of
+ * CLUSTER_BULK_CHUNK_ITEMS keys per thread and issues one `cp.async.bulk` per chunk, all at
+ * once. Returns whether it did (the same in every thread); the caller's CTA barrier publishes
+ * the mbarriers before any thread waits on them (cluster_bulk_keys). Why: loads into registers
+ * kept the SM's memory pipeline at about 30 GB/s per SM (128 KiB in 4 us at 16 x 131072, 64
+ * CTAs), half the HBM's share of the 64 SMs; the bulk copy engine keeps a whole slice in
+ * flight without registers (docs/PERF.md v0.6.6). */
+template <uint32_t ITEMS>
+static __device__ __forceinline__ bool cluster_bulk_load(const struct topk_problem &problem,
+                                                         uint32_t row, uint32_t first,
+                                                         uint32_t *staging, uint64_t *barriers)
+{
+    constexpr uint32_t CHUNKS = ITEMS / CLUSTER_BULK_CHUNK_ITEMS;
+    constexpr uint32_t CHUNK_ELEMENTS = CLUSTER_BULK_CHUNK_ITEMS * TREE_THREADS;
+    static_assert(ITEMS % CLUSTER_BULK_CHUNK_ITEMS == 0 && CHUNKS <= CLUSTER_BULK_CHUNKS,
+                  "whole chunks, one mbarrier each");
+    const int32_t signed_length = problem.lengths[row];
+    const uint64_t length = signed_length > 0 ? (uint64_t)signed_length : 0u;
+    const float *const base = row_window(problem, row) + first;
+    if (((uintptr_t)base & 15u) != 0 || (uint64_t)first + TREE_THREADS * ITEMS > length)
+        return false;
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (uint32_t c = 0; c < CHUNKS; c++)
+            mbarrier_init(shared_address(&barriers[c]), 1);
+#pragma unroll
+        for (uint32_t c = 0; c < CHUNKS; c++) {
+            const uint32_t barrier = shared_address(&barriers[c]);
+            mbarrier_expect_bytes(barrier, CHUNK_ELEMENTS * sizeof(float));
+            const uint32_t destination = shared_address(staging + c * CHUNK_ELEMENTS);
+            const uint32_t bytes = CHUNK_ELEMENTS * (uint32_t)sizeof(float);
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                         " [%0], [%1], %2, [%3];" ::"r"(destination),
+                         "l"(base + c * CHUNK_ELEMENTS), "r"(bytes), "r"(barrier)
+                         : "memory");
+        }
+    }
+    return true;
+}
+
+/* The bulk load's keys (cluster_bulk_load): each chunk, once its mbarrier completes, into this
+ * thread's registers (item 4g + j = slice element g * 2048 + 4t + j, one 16-byte shared load per
+ * group) as order keys, each counted in the level-0 histogram as shared_add_or_trash does. */
+template <uint32_t ITEMS>
+static __device__ __forceinline__ void cluster_bulk_keys(const uint32_t *staging,
+                                                         uint64_t *barriers,
+                                                         uint32_t (&keys)[ITEMS],
+                                                         uint32_t *histogram, uint32_t *trash)
+{
+    const uint4 *const groups = reinterpret_cast<const uint4 *>(staging);
+#pragma unroll
+    for (uint32_t c = 0; c < ITEMS / CLUSTER_BULK_CHUNK_ITEMS; c++) {
+        mbarrier_wait(shared_address(&barriers[c]), 0);
+#pragma unroll
+        for (uint32_t g = c * (CLUSTER_BULK_CHUNK_ITEMS / 4);
+             g < (c + 1) * (CLUSTER_BULK_CHUNK_ITEMS / 4); g++) {
+            const uint4 v = groups[g * TREE_THREADS + threadIdx.x];
+            keys[4 * g + 0] = v.x;
+            keys[4 * g + 1] = v.y;
+            keys[4 * g + 2] = v.z;
+            keys[4 * g + 3] = v.w;
+        }
+#pragma unroll
+        for (uint32_t i = c * CLUSTER_BULK_CHUNK_ITEMS; i < (c + 1) * CLUSTER_BULK_CHUNK_ITEMS;
+             i++) {
+            keys[i] = order_key_bits(keys[i]);
+            shared_add_or_trash(&histogram[keys[i] >> 21], keys[i] != CLUSTER_NO_KEY, trash);
         }
     }
 }
@@ -1892,7 +1970,7 @@ static __device__ __forceinline__ void cluster_sum_before(uint32_t limit, uint32
  * composite buffers; cluster_load_shared). */
 template <uint32_t ITEMS, uint32_t SHARED_ITEMS>
 static __global__ void __launch_bounds__(TREE_THREADS, ITEMS == 16 ? 2 : 1)
-k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
+k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const uint32_t staged)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ uint64_t cluster_buffers[];
@@ -1909,6 +1987,8 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
      * in the output stage instead of refining further. */
     uint64_t *selection = cluster_buffers;
     uint64_t *bucketed = cluster_buffers + capacity;
+    /* The keys kept in shared memory (SHARED_ITEMS), or the bulk load's staging (`staged`). */
+    uint32_t *const shared_keys = reinterpret_cast<uint32_t *>(cluster_buffers + 2 * capacity);
     /* The levels' histograms alternate between two buffers that the output stage reuses: a CTA
      * zeroes one for level 2 only after the level-1 barrier, which every CTA reaches after it
      * read the level-0 counts. */
@@ -1918,6 +1998,9 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
                              : ITEMS == 16 ? PHASE_CLUSTER16
                              : ITEMS == 32 ? PHASE_CLUSTER32
                                            : PHASE_CLUSTER64);
+    bool bulk = false;
+    if constexpr (SHARED_ITEMS == 0 && ITEMS == CLUSTER_BULK_CHUNKS * CLUSTER_BULK_CHUNK_ITEMS)
+        bulk = staged && cluster_bulk_load<ITEMS>(problem, row, first, shared_keys, exchange.bulk);
 
     for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS) {
         shared.histogram[i] = 0;
@@ -1944,7 +2027,6 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
      * level 1; the leader zeroes both again before its output stage, which needs them zero. */
     uint32_t *const slices[2] = { shared.histogram, shared.sub_sizes };
     uint32_t keys[ITEMS];
-    uint32_t *const shared_keys = reinterpret_cast<uint32_t *>(cluster_buffers + 2 * capacity);
     /* Level 0: the top 11 bits over the whole row, in the histograms zeroed above (the barrier
      * publishes them). Slices in registers alone: the barrier first, then each key counted as its
      * load arrives; a barrier after the loads waited for all of them (measured on the H200: the
@@ -1956,12 +2038,20 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity)
         __syncthreads();
         cluster_load_shared<ITEMS, SHARED_ITEMS>(problem, row, first, shared_keys,
                                                  even_histogram, &exchange.trash);
+        PHASE_MARK(0);
+        cluster_level0_registers<ITEMS>(keys, even_histogram, &exchange.trash);
     } else {
-        __syncthreads();
-        cluster_load_slice<ITEMS>(problem, row, first, keys);
+        __syncthreads(); /* also publishes the bulk load's mbarriers */
+        if (bulk) {
+            PHASE_MARK(0);
+            cluster_bulk_keys<ITEMS>(shared_keys, exchange.bulk, keys, even_histogram,
+                                     &exchange.trash);
+        } else {
+            cluster_load_slice<ITEMS>(problem, row, first, keys);
+            PHASE_MARK(0);
+            cluster_level0_registers<ITEMS>(keys, even_histogram, &exchange.trash);
+        }
     }
-    PHASE_MARK(0);
-    cluster_level0_registers<ITEMS>(keys, even_histogram, &exchange.trash);
     /* Item i of this thread: a register, or (i >= ITEMS) shared memory. Loops over items are
      * unrolled, so the choice is made at compile time. */
     const auto key = [&](uint32_t i) -> uint32_t {
@@ -2566,8 +2656,19 @@ static int cluster_launch_items(const struct topk_problem *problem,
 {
     const uint32_t capacity =
         (uint32_t)cluster_buffer_entries(device, problem->shape.k, ITEMS + SHARED_ITEMS);
-    const size_t smem = 2 * (size_t)capacity * sizeof(uint64_t) +
-                        (size_t)SHARED_ITEMS * TREE_THREADS * sizeof(uint32_t);
+    size_t smem = 2 * (size_t)capacity * sizeof(uint64_t) +
+                  (size_t)SHARED_ITEMS * TREE_THREADS * sizeof(uint32_t);
+    /* The bulk load's staging (cluster_bulk_load) where the device's shared memory has room:
+     * slices of 64 keys per thread in registers alone. (With 32, the same call measured 0.5%
+     * faster to 1% slower: a load that short gains less than the extra pass through shared
+     * memory costs; docs/PERF.md v0.6.6.) */
+    uint32_t staged = 0;
+    const size_t staging = (size_t)ITEMS * TREE_THREADS * sizeof(uint32_t);
+    if (SHARED_ITEMS == 0 && ITEMS == CLUSTER_BULK_CHUNKS * CLUSTER_BULK_CHUNK_ITEMS &&
+        cluster_smem_total(capacity, ITEMS) + staging <= device->smem_per_block_optin) {
+        smem += staging;
+        staged = 1;
+    }
     CUDA_TRY(cudaFuncSetAttribute(k_cluster_topk<ITEMS, SHARED_ITEMS>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
              err);
@@ -2594,7 +2695,7 @@ static int cluster_launch_items(const struct topk_problem *problem,
     if (clusters < 1)
         return 1;
     CUDA_TRY(cudaLaunchKernelEx(&config, k_cluster_topk<ITEMS, SHARED_ITEMS>, *problem,
-                                capacity),
+                                capacity, staged),
              err);
     CUDA_TRY(cudaGetLastError(), err);
     return 0;

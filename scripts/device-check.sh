@@ -75,9 +75,15 @@ for s in $steps; do
             step "memcheck-$mode" 200 env DSATOPK_BITONIC_SPLIT=$mode compute-sanitizer \
                 --tool memcheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick
         done
-        for mode in cluster cluster128; do
+        for mode in cluster cluster64 cluster128; do
             step "initcheck-$mode" 200 env DSATOPK_BITONIC_SPLIT=$mode compute-sanitizer \
                 --tool initcheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        done
+        # Barrier use: the relaxed split cluster barrier of rows of 5+ CTAs (cluster) and the
+        # bulk load's mbarriers (cluster64).
+        for mode in cluster cluster64; do
+            step "synccheck-$mode" 200 env DSATOPK_BITONIC_SPLIT=$mode compute-sanitizer \
+                --tool synccheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick
         done
         for run in cluster:2048 cluster64:100 cluster128:2048 tree:2048; do
             step "racecheck-${run%%:*}" 240 env DSATOPK_BITONIC_SPLIT=${run%%:*} compute-sanitizer \
