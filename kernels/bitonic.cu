@@ -117,6 +117,19 @@ static __device__ __forceinline__ void histogram_add(uint32_t *histogram, uint32
         atomicAdd(&histogram[bin], 1u);
 }
 
+/* The inclusive prefix sum of `value` over the lanes of a full warp, in lane order. */
+static __device__ __forceinline__ uint32_t warp_inclusive_sum(uint32_t value)
+{
+    const uint32_t lane = threadIdx.x & 31;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, value, offset);
+        if (lane >= (uint32_t)offset)
+            value += other;
+    }
+    return value;
+}
+
 /* Block-wide exclusive prefix sum of one value per thread, in thread order, with the block total,
  * for a block of WARPS warps. One barrier; the warp totals alternate between two buffers so that
  * the next call may start writing while slow threads still read this call's buffer (they read
@@ -128,24 +141,12 @@ static __device__ __forceinline__ uint32_t block_exclusive_sum_of(uint32_t value
                                                                   uint32_t &total)
 {
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    uint32_t inclusive = value;
-#pragma unroll
-    for (int offset = 1; offset < 32; offset <<= 1) {
-        uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
-        if (lane >= (uint32_t)offset)
-            inclusive += other;
-    }
+    const uint32_t inclusive = warp_inclusive_sum(value);
     if (lane == 31)
         scan[parity][warp] = inclusive;
     __syncthreads();
     uint32_t warp_total = lane < WARPS ? scan[parity][lane] : 0;
-    uint32_t warps_inclusive = warp_total;
-#pragma unroll
-    for (int offset = 1; offset < 32; offset <<= 1) {
-        uint32_t other = __shfl_up_sync(0xFFFFFFFFu, warps_inclusive, offset);
-        if (lane >= (uint32_t)offset)
-            warps_inclusive += other;
-    }
+    uint32_t warps_inclusive = warp_inclusive_sum(warp_total);
     uint32_t warp_exclusive = __shfl_sync(0xFFFFFFFFu, warps_inclusive - warp_total, warp);
     total = __shfl_sync(0xFFFFFFFFu, warps_inclusive, 31);
     parity ^= 1;
@@ -2267,16 +2268,9 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
         asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
     uint32_t slot;
     {
-        const uint32_t lane = threadIdx.x & 31u, count = flags.count();
-        uint32_t inclusive = count;
-#pragma unroll
-        for (int offset = 1; offset < 32; offset <<= 1) {
-            const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
-            if (lane >= (uint32_t)offset)
-                inclusive += other;
-        }
+        const uint32_t count = flags.count(), inclusive = warp_inclusive_sum(count);
         uint32_t base = 0;
-        if (lane == 31) {
+        if ((threadIdx.x & 31u) == 31) {
             base = atomicAdd(cluster.map_shared_rank(&exchange.claimed, 0), inclusive);
             if (part == 0)
                 atomicAdd(&exchange.own, inclusive);
