@@ -1577,10 +1577,11 @@ static __device__ __forceinline__ void store_async(uint32_t address, uint64_t va
         : "memory");
 }
 
-/* The bulk load of a slice (cluster_bulk_load): chunks of 16 keys per thread (32 KiB), each
- * counted on its own mbarrier, so the first is counted while the others arrive. */
-#define CLUSTER_BULK_CHUNK_ITEMS 16u
-#define CLUSTER_BULK_CHUNKS 4u /* slices of 64 keys per thread (the only ones bulk-loaded) */
+/* The bulk load of a slice (cluster_bulk_load): chunks of 8 keys per thread (16 KiB), each
+ * counted on its own mbarrier, so the first is counted while the others arrive (chunks of 32
+ * KiB measured 0.2-1.3% slower where the bulk load runs: docs/PERF.md v0.6.7). */
+#define CLUSTER_BULK_CHUNK_ITEMS 8u
+#define CLUSTER_BULK_CHUNKS 8u /* slices of 64 keys per thread (the only ones bulk-loaded) */
 
 struct cluster_exchange {
     uint64_t gather; /* the leader's mbarrier for the gather (one arrival and the bytes) */
