@@ -726,6 +726,11 @@ k_bitonic_topk(const struct topk_problem problem, uint32_t composite_capacity,
 #define TREE_MAX_K (TREE_CAPACITY / 2u)           /* a merge takes two children at least */
 #define TREE_MAX_FAN_IN 64u /* children per parent: bounds the counts staged per merge */
 #define TREE_MAX_LEVELS 16u
+/* Entries per thread that the output stage's loops take at a time (tree_bucket_place,
+ * tree_output_by_buckets, the cluster leader's count); a -D to measure others. */
+#ifndef OUTPUT_BATCH
+#define OUTPUT_BATCH 2u
+#endif
 #define TREE_BUCKET_LIMIT 64u /* the root's output by buckets: largest bucket it ranks by scans */
 #define TREE_DIGITS 6
 
@@ -1122,13 +1127,30 @@ static __device__ uint32_t tree_bucket_place(const uint64_t *source, uint32_t co
     __syncthreads();
     PHASE_MARK(9);
     const uint32_t kept = total < limit ? total : shared.kept_end; /* uniform */
+    /* OUTPUT_BATCH entries per thread at a time, each step over all of them: its loads and
+     * atomics in flight together (the leader runs 16 warps). */
 #pragma unroll 1
-    for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS) {
-        const uint64_t c = source[e];
-        const uint32_t bucket = bucket_of(map, c);
-        const uint32_t first = starts[bucket];
-        if (first < limit)
-            dest[first + atomicAdd(&sizes[bucket], 1u)] = c;
+    for (uint32_t e = threadIdx.x; e < count; e += OUTPUT_BATCH * TREE_THREADS) {
+        uint64_t c[OUTPUT_BATCH];
+        uint32_t bucket[OUTPUT_BATCH], first[OUTPUT_BATCH], slot[OUTPUT_BATCH];
+        bool take[OUTPUT_BATCH];
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++) {
+            c[b] = e + b * TREE_THREADS < count ? source[e + b * TREE_THREADS] : 0;
+            bucket[b] = bucket_of(map, c[b]);
+        }
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++)
+            first[b] = starts[bucket[b]];
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++) {
+            take[b] = e + b * TREE_THREADS < count && first[b] < limit;
+            slot[b] = atomicAdd(&sizes[bucket[b]], take[b] ? 1u : 0u); /* no branch */
+        }
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++)
+            if (take[b])
+                dest[first[b] + slot[b]] = c[b];
     }
     __syncthreads();
     return kept;
@@ -1224,34 +1246,53 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
      * and the output is then written in order, 128 bytes per warp store, where a rank-order
      * store from each entry touched 32 sectors per warp instruction. */
     uint32_t *const ranked = overflows == 0 ? reinterpret_cast<uint32_t *>(selection) : NULL;
+    /* OUTPUT_BATCH entries per thread at a time, their bucket scans interleaved: one entry's
+     * scan is a chain of dependent shared-memory loads, and the leader runs 16 warps. */
 #pragma unroll 1
-    for (uint32_t e = threadIdx.x; e < kept; e += TREE_THREADS) {
-        const uint64_t c = bucketed[e];
-        const uint32_t bucket = bucket_of(map, c);
-        uint32_t rank = shared.bucket_start[bucket];
-        const uint64_t *group = bucketed;
-        uint32_t first = rank, end = rank + shared.histogram[bucket];
-        if (overflows == 1 && bucket == large) {
-            const uint32_t sub = bucket_of(sub_map, c);
-            group = selection;
-            first = shared.sub_start[sub];
-            end = first + shared.sub_sizes[sub];
-            rank += first;
+    for (uint32_t e = threadIdx.x; e < kept; e += OUTPUT_BATCH * TREE_THREADS) {
+        uint64_t c[OUTPUT_BATCH];
+        const uint64_t *group[OUTPUT_BATCH];
+        uint32_t rank[OUTPUT_BATCH], first[OUTPUT_BATCH], members[OUTPUT_BATCH], most = 0;
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++) {
+            const bool valid = e + b * TREE_THREADS < kept;
+            c[b] = valid ? bucketed[e + b * TREE_THREADS] : 0;
+            const uint32_t bucket = bucket_of(map, c[b]);
+            rank[b] = shared.bucket_start[bucket];
+            group[b] = bucketed;
+            first[b] = rank[b];
+            members[b] = valid ? shared.histogram[bucket] : 0u;
+            if (overflows == 1 && bucket == large) {
+                const uint32_t sub = bucket_of(sub_map, c[b]);
+                group[b] = selection;
+                first[b] = shared.sub_start[sub];
+                members[b] = valid ? shared.sub_sizes[sub] : 0u;
+                rank[b] += first[b];
+            }
+            most = members[b] > most ? members[b] : most;
         }
-        /* Four loads in flight at a time: a bucket holds a few to TREE_BUCKET_LIMIT entries. */
-        uint32_t j = first;
-        for (; j + 4 <= end; j += 4) {
-            const uint64_t a = group[j], b = group[j + 1], d = group[j + 2], f = group[j + 3];
-            rank += (a > c ? 1u : 0u) + (b > c ? 1u : 0u) + (d > c ? 1u : 0u) + (f > c ? 1u : 0u);
+        /* Four loads per entry in flight at a time: a bucket holds a few to TREE_BUCKET_LIMIT
+         * entries; 0 stands for none (below every composite). */
+        for (uint32_t j = 0; j < most; j += 4) {
+#pragma unroll
+            for (uint32_t b = 0; b < OUTPUT_BATCH; b++) {
+#pragma unroll
+                for (uint32_t q = 0; q < 4; q++) {
+                    const uint64_t other = j + q < members[b] ? group[b][first[b] + j + q] : 0;
+                    rank[b] += other > c[b] ? 1u : 0u;
+                }
+            }
         }
-        for (; j < end; j++)
-            rank += group[j] > c ? 1u : 0u;
-        if (rank < limit) { /* the cluster path may gather more than it writes */
-            const uint32_t index = 0xFFFFFFFFu - (uint32_t)c;
-            if (ranked)
-                ranked[rank] = index;
-            else
-                write_output(problem, row, rank, (int32_t)index);
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++) {
+            /* the cluster path may gather more than it writes */
+            if (e + b * TREE_THREADS < kept && rank[b] < limit) {
+                const uint32_t index = 0xFFFFFFFFu - (uint32_t)c[b];
+                if (ranked)
+                    ranked[rank[b]] = index;
+                else
+                    write_output(problem, row, rank[b], (int32_t)index);
+            }
         }
     }
     if (ranked) {
@@ -2342,8 +2383,16 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
      * senders' remote atomics, or the leader's own in its unrolled gather loop), the gather
      * took 0.7-4.7 us longer on the H200 (docs/PERF.md v0.6.3). */
 #pragma unroll 1
-    for (uint32_t e = threadIdx.x; e < gathered; e += TREE_THREADS)
-        atomicAdd(&shared.histogram[bucket_of(map, selection[e])], 1u);
+    for (uint32_t e = threadIdx.x; e < gathered; e += OUTPUT_BATCH * TREE_THREADS) {
+        uint64_t c[OUTPUT_BATCH];
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++)
+            c[b] = e + b * TREE_THREADS < gathered ? selection[e + b * TREE_THREADS] : 0;
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++) /* adding 0: no branch */
+            atomicAdd(&shared.histogram[bucket_of(map, c[b])],
+                      e + b * TREE_THREADS < gathered ? 1u : 0u);
+    }
     __syncthreads();
 
     /* Output by the leader alone: every other CTA has left its SM to the next cluster's. Its
