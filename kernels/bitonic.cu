@@ -771,9 +771,6 @@ struct tree_shared {
     uint32_t children_total;
     uint32_t overflow_count, overflow_bucket;
     uint32_t kept_end; /* tree_bucket: the end of the bucket that holds position limit - 1 */
-    /* The cluster path's level 0: the highest and lowest top-11-bit bins holding a candidate of
-     * the row (bounds of the output stage's bucket map, known before the gather). */
-    uint32_t high_bin, low_bin;
 };
 static_assert(offsetof(tree_shared, selected_digit) % 16 == 0,
               "selected_* fill one 16-byte group (see above)");
@@ -1509,11 +1506,11 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
  * and able to read each other's shared memory. One kernel, no scratch, no memset, and the row is
  * read from memory once:
  *
- *   level 0  every CTA histograms the top 11 bits of its slice's 32-bit order keys (registers);
- *            after the cluster barrier the row's histogram (each thread sums its four bins over
- *            the cluster's CTAs through distributed shared memory, or for 5 CTAs or more by a
- *            reduce-scatter whose slice owners store the sums into every CTA) and a block scan
- *            find the bin of the row's k-th largest, identically in every CTA; when that bin
+ *   level 0  every CTA histograms the top 11 bits of its slice's 32-bit order keys (registers)
+ *            and sums it into 64 super-bins; after the cluster barrier one warp of each CTA
+ *            reads every CTA's super-bins through distributed shared memory, finds the super-bin
+ *            of the row's k-th largest by a warp scan, then reads its 32 bins from every CTA:
+ *            the bin of the row's k-th largest, identically in every CTA; when that bin
  *            and everything above it fit the leader's buffer, all of it is gathered and the
  *            output's ranking cuts it at k (no levels 1 and 2);
  *   level 1  the same over the next 11 bits of the candidates in that bin, with the minimum and
@@ -1526,8 +1523,8 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
  *            CTA, block prefix sums over the index-ordered slice; their output positions follow
  *            from that rank, so each CTA writes its ties itself;
  *   gather   each CTA writes its selected (key, index) composites into the leader's (rank 0)
- *            buffer at its offset (the selected counts of the CTAs before it, which they
- *            stored into its shared memory) plus its block-scan slot, by plain remote stores
+ *            buffer at slots its warps claim with one atomic each on the leader's counter (the
+ *            buffer's order depends on arrival, its content does not), by plain remote stores
  *            and a cluster barrier, or for 5 CTAs or more by asynchronous stores counted on
  *            the leader's mbarrier; then every CTA but the leader exits;
  *   output   the leader ranks the selection by buckets (the tree root's code, tree_write_output)
@@ -1549,12 +1546,15 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
 #define CLUSTER_ITEMS16_PARTS 16u
 #endif
 
-/* Clusters of at least this many CTAs sum a level's histograms by reduce-scatter
- * (cluster_reduce_slice), smaller ones read every CTA's whole histogram: the reduce-scatter's
- * extra cluster barrier costs more than reading 4 x 8 KiB. A -D to measure others. */
-#ifndef CLUSTER_SCATTER_PARTS
-#define CLUSTER_SCATTER_PARTS 5u
+/* Clusters of at most this many CTAs pick a level's bin from every CTA's whole histogram,
+ * larger ones by super-bins (cluster_level_pick). A -D to measure others. */
+#ifndef CLUSTER_DIRECT_PARTS
+#define CLUSTER_DIRECT_PARTS 2u
 #endif
+
+/* Bins per super-bin of a level's pick (cluster_summarize): 64 super-bins of 2048 bins, so that
+ * one warp reads them all from each CTA with one 8-byte load per lane. */
+#define CLUSTER_SUPER_WIDTH 32u
 
 /* Clusters of at least this many CTAs gather the selection into the leader by asynchronous
  * stores counted on an mbarrier, smaller ones by plain remote stores and a cluster barrier
@@ -1563,6 +1563,12 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
  * store per entry costs more than the barrier where a CTA sends thousands). */
 #ifndef CLUSTER_ASYNC_GATHER_PARTS
 #define CLUSTER_ASYNC_GATHER_PARTS 5u
+#endif
+
+/* Slices loaded by bulk copy gather their selection from the copy in shared memory
+ * (for_each_selected in k_cluster_topk); 0 to measure the unrolled loop over registers there. */
+#ifndef CLUSTER_STAGED_GATHER
+#define CLUSTER_STAGED_GATHER 1
 #endif
 
 /* Shared-memory addresses and the PTX of an mbarrier-tracked gather (sm_90). */
@@ -1627,8 +1633,14 @@ static __device__ __forceinline__ void store_async(uint32_t address, uint64_t va
 struct cluster_exchange {
     uint64_t gather; /* the leader's mbarrier for the gather (one arrival and the bytes) */
     uint64_t bulk[CLUSTER_BULK_CHUNKS]; /* the slice's bulk load, one mbarrier per chunk */
-    uint32_t minimum, maximum;         /* the CTA's level-1 candidates: read by the cluster */
-    uint32_t row_minimum, row_maximum; /* results for the whole CTA */
+    /* A level's super-bins (cluster_summarize): sums of 32 consecutive bins of the CTA's
+     * histogram, by level parity (a slow CTA may still read level 0's while level 1 writes). */
+    uint32_t super_bins[2][BITONIC_BINS / CLUSTER_SUPER_WIDTH];
+    /* The CTA's bounds, read by the cluster (cluster_level_pick): level 0's highest and lowest
+     * non-empty bins ([0]), level 1's highest and lowest candidate keys ([1]); and the row's. */
+    uint32_t high[2], low[2];
+    uint32_t row_high[2], row_low[2];
+    uint32_t row_total; /* cluster_level_pick's result, for the whole CTA */
     uint32_t ties_before;
     uint32_t claimed; /* the leader's: gather slots claimed so far, by every CTA's warps */
     uint32_t own;     /* the leader's: how many of them its own warps claimed */
@@ -1835,151 +1847,207 @@ static __device__ __forceinline__ void cluster_bulk_keys(const uint32_t *staging
     }
 }
 
-/* After the cluster barrier: the row's count of this thread's bins (counts[j] is bin
- * bins - 1 - per * threadIdx.x - j, per = bins / 512), the sum of every CTA's `histogram`. */
+/* A level's pick in two remote round trips of one warp instead of every thread reading every
+ * CTA's whole histogram: each CTA sums its histogram into super-bins of CLUSTER_SUPER_WIDTH bins
+ * before the level's cluster barrier (cluster_summarize); after it, warp 0 reads the super-bins
+ * of every CTA, finds the one holding the row's remaining-th largest by a warp scan, then reads
+ * that super-bin's bins from every CTA (cluster_level_pick). Reading the whole histograms moved
+ * parts x 8 KiB into each SM at about 14 B per cycle (1.6 us at 16 x 131072), and the
+ * reduce-scatter that moved less cost a cluster barrier more (docs/PERF.md v0.6.9). */
+
+/* Before a level's cluster barrier, after the CTA's histogram of `bins` bins is counted: its
+ * super-bins into `super_bins`; with `bounds` (level 0) also the CTA's highest and lowest
+ * non-empty bins into exchange.high[0] / low[0] (0 and BITONIC_NO_BIN on entry). The caller's
+ * cluster barrier publishes them. Every thread must call it. */
+static __device__ __forceinline__ void cluster_summarize(const uint32_t *histogram, uint32_t bins,
+                                                         uint32_t *super_bins, bool bounds,
+                                                         cluster_exchange &exchange)
+{
+    __syncthreads(); /* the CTA's histogram is complete */
+    const uint32_t per = bins / TREE_THREADS, base = per * threadIdx.x; /* 4 or 2 bins */
+    uint32_t counts[4] = { 0, 0, 0, 0 };
+    if (per == 4) {
+        const uint4 v = *reinterpret_cast<const uint4 *>(histogram + base);
+        counts[0] = v.x;
+        counts[1] = v.y;
+        counts[2] = v.z;
+        counts[3] = v.w;
+    } else {
+        const uint2 v = *reinterpret_cast<const uint2 *>(histogram + base);
+        counts[0] = v.x;
+        counts[1] = v.y;
+    }
+    uint32_t sum = counts[0] + counts[1] + counts[2] + counts[3];
+    const uint32_t lanes = CLUSTER_SUPER_WIDTH / per; /* threads per super-bin: 8 or 16 */
+    for (uint32_t offset = 1; offset < lanes; offset <<= 1)
+        sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
+    if (threadIdx.x % lanes == 0)
+        super_bins[threadIdx.x / lanes] = sum;
+    if (bounds) {
+        uint32_t high = 0, low = BITONIC_NO_BIN;
+#pragma unroll
+        for (uint32_t j = 0; j < 4; j++) {
+            if (counts[3 - j]) /* descending: the first non-empty is the highest */
+                high = high ? high : base + 3 - j + 1;
+            if (counts[j])
+                low = low != BITONIC_NO_BIN ? low : base + j;
+        }
+        high = __reduce_max_sync(0xFFFFFFFFu, high); /* the highest bin + 1, 0 for none */
+        low = __reduce_min_sync(0xFFFFFFFFu, low);
+        if ((threadIdx.x & 31) == 0 && high) {
+            atomicMax(&exchange.high[0], high - 1);
+            atomicMin(&exchange.low[0], low);
+        }
+    }
+}
+
+/* After a level's cluster barrier, for clusters of at most CLUSTER_DIRECT_PARTS CTAs: the row's
+ * count of this thread's bins (counts[j] is bin bins - 1 - per * threadIdx.x - j, per =
+ * bins / 512), the sum of every CTA's `histogram` read directly (parts x 8 KiB into each SM,
+ * in one round trip where the super-bins take two). */
 static __device__ __forceinline__ void cluster_row_bins(const cg::cluster_group &cluster,
-                                                        uint32_t *histogram, uint32_t parts,
+                                                        const uint32_t *histogram, uint32_t parts,
                                                         uint32_t bins, uint32_t (&counts)[4])
 {
     const uint32_t per = bins / TREE_THREADS, low = bins - per * (threadIdx.x + 1);
 #pragma unroll
     for (uint32_t j = 0; j < 4; j++)
         counts[j] = 0;
-    /* Four CTAs' loads in flight at a time: a remote load costs hundreds of cycles, and a loop
-     * that adds each before the next load would pay them one after the other. */
-    for (uint32_t base = 0; base < parts; base += 4) {
-        uint4 v[4];
+    /* Every CTA's load in flight at once: a remote load costs hundreds of cycles. */
 #pragma unroll
-        for (uint32_t j = 0; j < 4; j++) {
-            v[j] = make_uint4(0, 0, 0, 0);
-            if (base + j < parts) {
-                const uint32_t *remote = cluster.map_shared_rank(histogram, base + j) + low;
-                if (per == 4) {
-                    v[j] = *reinterpret_cast<const uint4 *>(remote);
-                } else {
-                    const uint2 pair = *reinterpret_cast<const uint2 *>(remote);
-                    v[j].z = pair.x;
-                    v[j].w = pair.y;
-                }
-            }
+    for (uint32_t c = 0; c < CLUSTER_DIRECT_PARTS; c++) {
+        if (c >= parts)
+            break;
+        const uint32_t *remote = cluster.map_shared_rank(histogram, c) + low;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (per == 4) {
+            v = *reinterpret_cast<const uint4 *>(remote);
+        } else {
+            const uint2 pair = *reinterpret_cast<const uint2 *>(remote);
+            v.z = pair.x;
+            v.w = pair.y;
         }
-#pragma unroll
-        for (uint32_t j = 0; j < 4; j++) {
-            counts[0] += v[j].w;
-            counts[1] += v[j].z;
-            counts[2] += v[j].y;
-            counts[3] += v[j].x;
-        }
+        counts[0] += v.w;
+        counts[1] += v.z;
+        counts[2] += v.y;
+        counts[3] += v.x;
     }
 }
 
-/* From the row's counts (cluster_row_bins), the bin holding the remaining-th largest, into
- * shared.selected_digit / selected_above / selected_count (unset when the total is below
- * `remaining`); with `bounds` (level 0) also the highest and lowest non-empty bins into
- * shared.high_bin / low_bin (0 and BITONIC_NO_BIN on entry). Returns the total. Every thread must
- * call it. */
-static __device__ uint32_t cluster_pick(const uint32_t (&counts)[4], uint32_t bins,
-                                        uint32_t remaining, bool bounds, tree_shared &shared,
-                                        uint32_t &parity)
+/* After a level's cluster barrier (and, for clusters of more than CLUSTER_DIRECT_PARTS CTAs,
+ * cluster_summarize before it): the bin holding the row's remaining-th largest into
+ * shared.selected_digit / selected_above / selected_count (unset when the row has fewer
+ * candidates); with `bound` 0 or 1 also the row's exchange.row_high / row_low[bound] (level 0's
+ * bins from the row's counts where they are read whole, else from every CTA's high / low).
+ * Returns the row's total of candidates. Large clusters: warp 0 alone, by the super-bins; small
+ * ones: every thread reads its bins from every CTA (cluster_row_bins) and a block scan finds the
+ * bin (the super-bins' two round trips and their summary cost more than reading 8 or 16 KiB:
+ * docs/PERF.md v0.6.9). Every thread must call it. */
+static __device__ uint32_t cluster_level_pick(const cg::cluster_group &cluster,
+                                              const uint32_t *histogram,
+                                              const uint32_t *super_bins, uint32_t parts,
+                                              uint32_t bins, uint32_t remaining, int bound,
+                                              tree_shared &shared, cluster_exchange &exchange,
+                                              uint32_t &parity)
 {
-    const uint32_t per = bins / TREE_THREADS, top = bins - 1 - per * threadIdx.x;
-    uint32_t sum = 0, high = 0, low = BITONIC_NO_BIN;
-#pragma unroll
-    for (uint32_t j = 0; j < 4; j++) {
-        if (j < per && counts[j]) {
-            sum += counts[j];
-            if (bounds) { /* level 0 only */
-                high = high > top - j ? high : top - j;
-                low = top - j;
-            }
-        }
+    const uint32_t lane = threadIdx.x & 31;
+    uint32_t high = 0, low = 0xFFFFFFFFu;
+    const bool direct = parts <= CLUSTER_DIRECT_PARTS;
+    if (bound >= 0 && threadIdx.x < parts && !(direct && bound == 0)) {
+        /* Warp 0: the CTAs' bounds, used at the end. */
+        const cluster_exchange *remote = cluster.map_shared_rank(&exchange, threadIdx.x);
+        high = remote->high[bound];
+        low = remote->low[bound];
     }
-    if (bounds) {
-        /* Published by the scan's barrier. */
-        high = __reduce_max_sync(0xFFFFFFFFu, high);
-        low = __reduce_min_sync(0xFFFFFFFFu, low);
-        if ((threadIdx.x & 31) == 0) {
-            atomicMax(&shared.high_bin, high);
-            atomicMin(&shared.low_bin, low);
-        }
-    }
-    uint32_t total;
-    uint32_t above = block_exclusive_sum_of<TREE_WARPS>(sum, shared.scan, parity, total);
-    pick_bin(counts, per, top, above, remaining, shared);
-    __syncthreads();
-    return total;
-}
-
-/* A level's row histogram for clusters of CLUSTER_SCATTER_PARTS CTAs or more, as a
- * reduce-scatter and an all-gather: reading every CTA's whole histogram in every CTA
- * (cluster_row_bins) moves parts x 8 KiB into each SM, and distributed shared memory is slow
- * enough (about 14 B per cycle per SM on the H200) that this took 2.5-3 us per level on rows of
- * 8 CTAs (phase timing, docs/PERF.md). Instead CTA c sums only its slice of the bins,
- * [c * width, c * width + width), over all CTAs (8 KiB per SM in all), and writes the sums into
- * the same bins of every CTA's `slice` array; after the next cluster barrier each CTA holds the
- * whole row histogram in its own shared memory. (Pulled instead, the slice totals and then the
- * slice holding the rank cost two remote round trips after the barrier: 1.5-2 us per level.) */
-static __device__ __forceinline__ uint32_t cluster_slice_width(uint32_t bins, uint32_t parts)
-{
-    return ((bins + parts - 1) / parts + 3u) & ~3u; /* whole uint4 groups */
-}
-
-/* After the cluster barrier that follows the CTAs' histograms of a level: this CTA's slice of
- * the row histogram, summed into `slice` (indexed by bin; zero on entry in this CTA's bins),
- * then written into every other CTA's `slice`. The caller's next cluster barrier publishes
- * them. Every thread must call it. */
-static __device__ void cluster_reduce_slice(const cg::cluster_group &cluster, uint32_t *histogram,
-                                            uint32_t *slice, uint32_t parts, uint32_t part,
-                                            uint32_t bins)
-{
-    const uint32_t width = cluster_slice_width(bins, parts), low = part * width;
-    const uint32_t high = low + width < bins ? low + width : bins;
-    const uint32_t groups = high > low ? (high - low) / 4u : 0u;
-    /* One 16-byte remote load per thread and source CTA, all in flight at once. */
-    for (uint32_t item = threadIdx.x; item < groups * parts; item += TREE_THREADS) {
-        const uint32_t source = item / groups, bin = low + 4u * (item % groups);
-        const uint4 v =
-            *reinterpret_cast<const uint4 *>(cluster.map_shared_rank(histogram, source) + bin);
-        if (v.x)
-            atomicAdd(&slice[bin], v.x);
-        if (v.y)
-            atomicAdd(&slice[bin + 1], v.y);
-        if (v.z)
-            atomicAdd(&slice[bin + 2], v.z);
-        if (v.w)
-            atomicAdd(&slice[bin + 3], v.w);
-    }
-    __syncthreads();
-    /* Remote stores: fire and forget, completed by the caller's barrier. */
-    for (uint32_t item = threadIdx.x; item < groups * parts; item += TREE_THREADS) {
-        const uint32_t target = item / groups, bin = low + 4u * (item % groups);
-        if (target != part)
-            *reinterpret_cast<uint4 *>(cluster.map_shared_rank(slice, target) + bin) =
-                *reinterpret_cast<const uint4 *>(slice + bin);
-    }
-}
-
-/* One level's pick after the cluster barrier that follows the CTAs' histograms: the row's
- * histogram read from every CTA (cluster_row_bins) for clusters of fewer than
- * CLUSTER_SCATTER_PARTS CTAs, else reduced and gathered into `slice` (cluster_reduce_slice; zero
- * on entry) with a cluster barrier more; then cluster_pick. */
-static __device__ uint32_t cluster_level_pick(const cg::cluster_group &cluster, uint32_t *histogram,
-                                              uint32_t *slice, uint32_t parts, uint32_t part,
-                                              uint32_t bins, uint32_t remaining, bool bounds,
-                                              tree_shared &shared, uint32_t &parity)
-{
-    uint32_t counts[4];
-    if (parts < CLUSTER_SCATTER_PARTS) {
+    if (direct) {
+        uint32_t counts[4];
         cluster_row_bins(cluster, histogram, parts, bins, counts);
-    } else {
-        cluster_reduce_slice(cluster, histogram, slice, parts, part, bins);
-        cluster.sync();
         const uint32_t per = bins / TREE_THREADS, top = bins - 1 - per * threadIdx.x;
+        uint32_t sum = 0, total;
 #pragma unroll
         for (uint32_t j = 0; j < 4; j++)
-            counts[j] = j < per ? slice[top - j] : 0u;
+            sum += j < per ? counts[j] : 0u;
+        if (bound == 0) {
+            /* Level 0's bounds from the row's counts (no super-bins were summarized; the
+             * scan's barriers publish them). */
+            uint32_t high_bin = 0, low_bin = BITONIC_NO_BIN;
+#pragma unroll
+            for (uint32_t j = 0; j < 4; j++) {
+                if (j < per && counts[j]) {
+                    high_bin = high_bin > top - j ? high_bin : top - j;
+                    low_bin = top - j;
+                }
+            }
+            high_bin = __reduce_max_sync(0xFFFFFFFFu, high_bin);
+            low_bin = __reduce_min_sync(0xFFFFFFFFu, low_bin);
+            if (lane == 0) {
+                atomicMax(&exchange.row_high[0], high_bin);
+                atomicMin(&exchange.row_low[0], low_bin);
+            }
+        }
+        const uint32_t above = block_exclusive_sum_of<TREE_WARPS>(sum, shared.scan, parity, total);
+        pick_bin(counts, per, top, above, remaining, shared);
+        if (threadIdx.x == 0)
+            exchange.row_total = total;
+    } else if (threadIdx.x < 32) {
+        const uint32_t supers = bins / CLUSTER_SUPER_WIDTH; /* 64 or 32 */
+        /* Lane l takes super-bins from the top: supers - 1 - l, or with 64 the pair
+         * 63 - 2l (upper) and 62 - 2l (lower), one 8-byte load per CTA. */
+        const bool pairs = supers == 64;
+        const uint32_t upper = pairs ? supers - 1 - 2 * lane : supers - 1 - lane;
+        uint32_t upper_count = 0, lower_count = 0;
+        /* Loads of several CTAs in flight at a time: a remote load costs hundreds of cycles. */
+#pragma unroll 4
+        for (uint32_t c = 0; c < parts; c++) {
+            const uint32_t *remote = cluster.map_shared_rank(super_bins, c);
+            if (pairs) {
+                const uint2 v = *reinterpret_cast<const uint2 *>(remote + upper - 1);
+                lower_count += v.x;
+                upper_count += v.y;
+            } else {
+                upper_count += remote[upper];
+            }
+        }
+        const uint32_t sum = upper_count + lower_count, inclusive = warp_inclusive_sum(sum);
+        const uint32_t above = inclusive - sum;
+        if (lane == 31)
+            exchange.row_total = inclusive;
+        /* The lane whose super-bins hold the remaining-th largest (one at most: a lane with
+         * none has above == inclusive). */
+        const uint32_t owner = __ballot_sync(0xFFFFFFFFu, above < remaining && remaining <= inclusive);
+        if (owner) {
+            uint32_t super = upper, super_above = above;
+            if (remaining > above + upper_count) {
+                super = upper - 1;
+                super_above = above + upper_count;
+            }
+            const uint32_t from = __ffs(owner) - 1;
+            super = __shfl_sync(0xFFFFFFFFu, super, from);
+            super_above = __shfl_sync(0xFFFFFFFFu, super_above, from);
+            /* Its bins, lane l the l-th from the top. */
+            const uint32_t bin = super * CLUSTER_SUPER_WIDTH + CLUSTER_SUPER_WIDTH - 1 - lane;
+            uint32_t count = 0;
+#pragma unroll 4
+            for (uint32_t c = 0; c < parts; c++)
+                count += cluster.map_shared_rank(histogram, c)[bin];
+            const uint32_t bin_above = super_above + warp_inclusive_sum(count) - count;
+            if (bin_above < remaining && remaining <= bin_above + count) {
+                shared.selected_digit = bin;
+                shared.selected_above = bin_above;
+                shared.selected_count = count;
+            }
+        }
     }
-    return cluster_pick(counts, bins, remaining, bounds, shared, parity);
+    if (bound >= 0 && threadIdx.x < 32 && !(direct && bound == 0)) {
+        high = __reduce_max_sync(0xFFFFFFFFu, high);
+        low = __reduce_min_sync(0xFFFFFFFFu, low);
+        if (lane == 0) {
+            exchange.row_high[bound] = high;
+            exchange.row_low[bound] = low;
+        }
+    }
+    __syncthreads();
+    return exchange.row_total;
 }
 
 /* The cluster barrier, or the CTA's own where the cluster is one CTA (rows of one slice): a
@@ -2056,19 +2124,17 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
          * any remote store signals it. */
         if (parts >= CLUSTER_ASYNC_GATHER_PARTS)
             mbarrier_init(shared_address(&exchange.gather), 1);
-        exchange.minimum = 0xFFFFFFFFu;
-        exchange.claimed = 0; /* published by the level-0 cluster barrier */
+        exchange.high[0] = 0; /* the bounds: published by the level-0 cluster barrier */
+        exchange.low[0] = BITONIC_NO_BIN;
+        exchange.high[1] = 0;
+        exchange.low[1] = 0xFFFFFFFFu;
+        exchange.row_high[0] = 0; /* set by atomics where the pick reads histograms directly */
+        exchange.row_low[0] = BITONIC_NO_BIN;
+        exchange.claimed = 0;
         exchange.own = 0;
-        exchange.maximum = 0;
-        shared.high_bin = 0;
-        shared.low_bin = BITONIC_NO_BIN;
         shared.overflow_count = 0; /* the output stage's (tree_bucket_place) */
         shared.overflow_bucket = 0;
     }
-    /* Slices of the levels' row histograms (cluster_level_pick): level 0 and 2 in
-     * shared.histogram, level 1 in shared.sub_sizes; zeroed above and, for level 2, during
-     * level 1; the leader zeroes both again before its output stage, which needs them zero. */
-    uint32_t *const slices[2] = { shared.histogram, shared.sub_sizes };
     uint32_t keys[ITEMS];
     /* Level 0: the top 11 bits over the whole row, in the histograms zeroed above (the barrier
      * publishes them). Slices in registers alone: the barrier first, then each key counted as its
@@ -2101,10 +2167,12 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
         return i < ITEMS ? keys[i < ITEMS ? i : 0]
                          : shared_keys[(i - ITEMS) * TREE_THREADS + threadIdx.x];
     };
+    if (parts > CLUSTER_DIRECT_PARTS)
+        cluster_summarize(even_histogram, 2048u, exchange.super_bins[0], true, exchange);
     cluster_barrier(cluster, parts);
     PHASE_MARK(1);
-    const uint32_t total = cluster_level_pick(cluster, even_histogram, slices[0], parts, part,
-                                              2048u, k, true, shared, parity);
+    const uint32_t total = cluster_level_pick(cluster, even_histogram, exchange.super_bins[0],
+                                              parts, 2048u, k, 0, shared, exchange, parity);
     PHASE_MARK(2);
     uint32_t mask = 0, prefix = 0, remaining = k, level = 0, tie_bin = 0;
     bool whole = true; /* every candidate matching the prefix is gathered */
@@ -2142,39 +2210,19 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
         low = __reduce_min_sync(0xFFFFFFFFu, low);
         high = __reduce_max_sync(0xFFFFFFFFu, high);
         if ((threadIdx.x & 31) == 0) {
-            atomicMin(&exchange.minimum, low);
-            atomicMax(&exchange.maximum, high);
+            atomicMin(&exchange.low[1], low);
+            atomicMax(&exchange.high[1], high);
         }
+        if (parts > CLUSTER_DIRECT_PARTS)
+            cluster_summarize(odd_histogram, 2048u, exchange.super_bins[1], false, exchange);
         cluster_barrier(cluster, parts);
         PHASE_MARK(3);
-        if (parts > 1) {
-            /* Level 0's slices were written (by every CTA) and read before this barrier:
-             * clear them for level 2. */
-            for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS)
-                slices[0][i] = 0;
-        }
-        if (threadIdx.x < 32) {
-            low = 0xFFFFFFFFu;
-            high = 0;
-            if (threadIdx.x < parts) {
-                const cluster_exchange *remote = cluster.map_shared_rank(&exchange, threadIdx.x);
-                low = remote->minimum;
-                high = remote->maximum;
-            }
-            low = __reduce_min_sync(0xFFFFFFFFu, low);
-            high = __reduce_max_sync(0xFFFFFFFFu, high);
-            if (threadIdx.x == 0) {
-                exchange.row_minimum = low;
-                exchange.row_maximum = high;
-            }
-        }
-        /* Its barriers publish row_* too. */
-        cluster_level_pick(cluster, odd_histogram, slices[1], parts, part, 2048u, remaining, false,
-                           shared, parity);
+        cluster_level_pick(cluster, odd_histogram, exchange.super_bins[1], parts, 2048u,
+                           remaining, 1, shared, exchange, parity);
         PHASE_MARK(4);
-        if (exchange.row_minimum == exchange.row_maximum) {
+        if (exchange.row_low[1] == exchange.row_high[1]) {
             /* One key: all of them tie; the first `remaining` in index order are taken. */
-            prefix = exchange.row_minimum;
+            prefix = exchange.row_low[1];
             mask = 0xFFFFFFFFu;
             tie_bin = (prefix >> 10) & 2047u;
         } else {
@@ -2196,9 +2244,12 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
                     even_histogram[i] = 0;
                 __syncthreads();
                 cluster_histogram<TOTAL>(key, mask, prefix, 0u, 1023u, even_histogram);
+                if (parts > CLUSTER_DIRECT_PARTS)
+                    cluster_summarize(even_histogram, 1024u, exchange.super_bins[0], false,
+                                      exchange);
                 cluster_barrier(cluster, parts);
-                cluster_level_pick(cluster, even_histogram, slices[0], parts, part, 1024u,
-                                   remaining, false, shared, parity);
+                cluster_level_pick(cluster, even_histogram, exchange.super_bins[0], parts, 1024u,
+                                   remaining, -1, shared, exchange, parity);
                 PHASE_MARK(5);
                 remaining -= shared.selected_above;
                 prefix |= shared.selected_digit;
@@ -2285,17 +2336,6 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
                          (int32_t)(first + tie_stage[j]));
     }
 
-    if (part == 0 && parts >= CLUSTER_SCATTER_PARTS) {
-        /* The leader's histogram and sub_sizes held the levels' slices (cluster_reduce_slice),
-         * whose last remote writes preceded the last level's cluster barrier; the output stage
-         * counts into the one and needs the other zero (the barriers of the gather below
-         * order this before it). */
-        for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS) {
-            shared.histogram[i] = 0;
-            shared.sub_sizes[i] = 0;
-        }
-    }
-
     /* Gather: the leader's buffer receives the whole selection. Each warp claims its slots
      * with one atomic on the leader's counter, so the order of the buffer depends on arrival;
      * its content does not, and the output stage ranks it by value (unique composites), so the
@@ -2320,6 +2360,34 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
         slot = __shfl_sync(0xFFFFFFFFu, base, 31) + inclusive - count;
     }
     PHASE_MARK(7);
+    /* Calls emit(element, key) for each selected item: over all items unrolled (the keys are in
+     * registers), or where the bulk load's staging still holds the slice, over the flags' set
+     * bits (a rolled loop reading the key from shared memory: the unrolled loop's code, fetched
+     * cold once per CTA, was the kernel's largest stall, docs/PERF.md v0.6.9). */
+    const auto for_each_selected = [&](auto emit) {
+#if CLUSTER_STAGED_GATHER
+        if (bulk) {
+#pragma unroll
+            for (uint32_t w = 0; w < sizeof(flags.words) / sizeof(flags.words[0]); w++) {
+                auto bits = flags.words[w];
+#pragma unroll 1
+                while (bits) {
+                    const uint32_t i = w * flags.BITS + (uint32_t)__ffsll((long long)bits) - 1;
+                    bits &= bits - 1;
+                    const uint32_t element =
+                        (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
+                    emit(element, order_key_bits(shared_keys[element]));
+                }
+            }
+            return;
+        }
+#endif
+#pragma unroll
+        for (uint32_t i = 0; i < TOTAL; i++) {
+            if (flags.test(i))
+                emit((i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4), key(i));
+        }
+    };
     if (parts >= CLUSTER_ASYNC_GATHER_PARTS) {
         /* The other CTAs' composites reach the leader as asynchronous remote stores that count
          * their bytes on its mbarrier; the leader expects the bytes of all the selection but
@@ -2331,18 +2399,14 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
         const uint32_t barrier = shared_address(&exchange.gather);
         const uint32_t leader_barrier = cluster_map(barrier, 0);
         const uint32_t leader_selection = cluster_map(shared_address(selection), 0);
-#pragma unroll
-        for (uint32_t i = 0; i < TOTAL; i++) {
-            if (flags.test(i)) {
-                const uint32_t element = (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
-                const uint64_t composite = make_composite(key(i), first + element);
-                if (part == 0)
-                    selection[slot] = composite;
-                else
-                    store_async(leader_selection + 8u * slot, composite, leader_barrier);
-                slot++;
-            }
-        }
+        for_each_selected([&](uint32_t element, uint32_t key_i) {
+            const uint64_t composite = make_composite(key_i, first + element);
+            if (part == 0)
+                selection[slot] = composite;
+            else
+                store_async(leader_selection + 8u * slot, composite, leader_barrier);
+            slot++;
+        });
         /* Every CTA has read what it needed of the others' shared memory (the leader's
          * output stage reuses its level histograms). */
         asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
@@ -2356,13 +2420,9 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
     } else {
         /* Plain remote stores and a cluster barrier: faster where each CTA sends many. */
         uint64_t *leader_selection = cluster.map_shared_rank(selection, 0);
-#pragma unroll
-        for (uint32_t i = 0; i < TOTAL; i++) {
-            if (flags.test(i)) {
-                const uint32_t element = (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
-                leader_selection[slot++] = make_composite(key(i), first + element);
-            }
-        }
+        for_each_selected([&](uint32_t element, uint32_t key_i) {
+            leader_selection[slot++] = make_composite(key_i, first + element);
+        });
         /* The last access to another CTA's shared memory is before it. */
         cluster_barrier(cluster, parts);
         if (part != 0)
@@ -2374,9 +2434,9 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
      * candidate, so within level 0's lowest and highest non-empty bins. Taken from level 0,
      * the map saves the leader its pass measuring the selection's range (0.8 us at 16 x 131072
      * k 2048). */
-    const uint32_t low_bin = shared.low_bin == BITONIC_NO_BIN ? 0u : shared.low_bin;
+    const uint32_t low_bin = exchange.row_low[0] == BITONIC_NO_BIN ? 0u : exchange.row_low[0];
     const uint32_t low_key = prefix > (low_bin << 21) ? prefix : low_bin << 21;
-    const uint32_t high_key = (shared.high_bin << 21) | 0x1FFFFFu;
+    const uint32_t high_key = (exchange.row_high[0] << 21) | 0x1FFFFFu;
     const bucket_map map =
         bucket_map_of((uint64_t)low_key << 32, ((uint64_t)high_key << 32) | 0xFFFFFFFFu);
     /* The leader counts the selection's buckets. Counted as the entries were gathered (the
