@@ -2361,9 +2361,10 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
     }
     PHASE_MARK(7);
     /* Calls emit(element, key) for each selected item: over all items unrolled (the keys are in
-     * registers), or where the bulk load's staging still holds the slice, over the flags' set
-     * bits (a rolled loop reading the key from shared memory: the unrolled loop's code, fetched
-     * cold once per CTA, was the kernel's largest stall, docs/PERF.md v0.6.9). */
+     * registers), or where the bulk load's staging still holds the slice, and for the keys kept
+     * in shared memory, over the flags' set bits (a rolled loop reading the key from shared
+     * memory: the unrolled loop's code, fetched cold once per CTA, was the kernel's largest
+     * stall, docs/PERF.md v0.6.9 and v0.6.10). */
     const auto for_each_selected = [&](auto emit) {
 #if CLUSTER_STAGED_GATHER
         if (bulk) {
@@ -2382,10 +2383,32 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
             return;
         }
 #endif
+        if constexpr (SHARED_ITEMS > 0 && CLUSTER_STAGED_GATHER) {
+            /* Keys in registers unrolled; the shared-memory half (whole flag words: ITEMS is
+             * a multiple of 64) by its set bits. */
+            static_assert(ITEMS % 64 == 0, "the shared items start a flag word");
 #pragma unroll
-        for (uint32_t i = 0; i < TOTAL; i++) {
-            if (flags.test(i))
-                emit((i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4), key(i));
+            for (uint32_t i = 0; i < ITEMS; i++) {
+                if (flags.test(i))
+                    emit((i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4), key(i));
+            }
+#pragma unroll
+            for (uint32_t w = ITEMS / 64; w < sizeof(flags.words) / sizeof(flags.words[0]); w++) {
+                auto bits = flags.words[w];
+#pragma unroll 1
+                while (bits) {
+                    const uint32_t i = w * flags.BITS + (uint32_t)__ffsll((long long)bits) - 1;
+                    bits &= bits - 1;
+                    emit((i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4),
+                         shared_keys[(i - ITEMS) * TREE_THREADS + threadIdx.x]);
+                }
+            }
+        } else {
+#pragma unroll
+            for (uint32_t i = 0; i < TOTAL; i++) {
+                if (flags.test(i))
+                    emit((i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4), key(i));
+            }
         }
     };
     if (parts >= CLUSTER_ASYNC_GATHER_PARTS) {
