@@ -2266,12 +2266,22 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
     cluster_flags<TOTAL> flags;
     flags.clear();
     if (whole) {
-        /* prefix has no bits outside mask, so (key & mask) >= prefix is key >= prefix. */
+        /* prefix has no bits outside mask, so (key & mask) >= prefix is key >= prefix; above
+         * CLUSTER_NO_KEY (any k-th largest above -inf) that alone excludes the non-candidates:
+         * one compare per key instead of two (uniform branch). */
+        if (prefix > CLUSTER_NO_KEY) {
 #pragma unroll
-        for (uint32_t i = 0; i < TOTAL; i++) {
-            const uint32_t k_i = key(i);
-            if (k_i >= prefix && k_i != CLUSTER_NO_KEY)
-                flags.set(i);
+            for (uint32_t i = 0; i < TOTAL; i++) {
+                if (key(i) >= prefix)
+                    flags.set(i);
+            }
+        } else {
+#pragma unroll
+            for (uint32_t i = 0; i < TOTAL; i++) {
+                const uint32_t k_i = key(i);
+                if (k_i >= prefix && k_i != CLUSTER_NO_KEY)
+                    flags.set(i);
+            }
         }
     } else {
         uint32_t *histogram = (level & 1u) ? odd_histogram : even_histogram;
