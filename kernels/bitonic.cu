@@ -2014,7 +2014,8 @@ static __device__ uint32_t cluster_level_pick(const cg::cluster_group &cluster,
             exchange.row_total = inclusive;
         /* The lane whose super-bins hold the remaining-th largest (one at most: a lane with
          * none has above == inclusive). */
-        const uint32_t owner = __ballot_sync(0xFFFFFFFFu, above < remaining && remaining <= inclusive);
+        const uint32_t owner =
+            __ballot_sync(0xFFFFFFFFu, above < remaining && remaining <= inclusive);
         if (owner) {
             uint32_t super = upper, super_above = above;
             if (remaining > above + upper_count) {

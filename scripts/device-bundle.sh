@@ -18,7 +18,7 @@ for program in "$build_dir"/tests/test_gpu_* "$build_dir"/tests/bench_* \
     [ -x "$program" ] && [ -f "$program" ] && cp "$program" device-bundle/bin/
 done
 # Experiment builds with kernel constants set by -D, named in DEVICE_VARIANTS (e.g. "s2" after
-# meson setup build-s2 -Dcuda_args=-DCLUSTER_SCATTER_PARTS=2u), carried as dsatopk-audit-s2.
+# meson setup build-s2 -Dcuda_args=-DCLUSTER_DIRECT_PARTS=4u), carried as dsatopk-audit-s2.
 for variant in ${DEVICE_VARIANTS:-}; do
     ninja -C "build-$variant" src/dsatopk-audit >/dev/null
     cp "build-$variant/src/dsatopk-audit" "device-bundle/bin/dsatopk-audit-$variant"
