@@ -112,12 +112,13 @@ for s in $steps; do
     bench-ab)
         # bitonic's speed, this binary ("new") against device-bundle/bin/dsatopk-audit-NAME for
         # each NAME in AB_BUILDS (default "old"), AB_ROUNDS rounds alternating, BENCH_SHAPES.
-        # Compare the JSON files with scripts/bench-compare.py (the old build first).
+        # Compare the JSON files (bench-NAME-ROUND.json) with scripts/bench-compare.py (the old
+        # build first).
         for round in $(seq "${AB_ROUNDS:-2}"); do
             for build in ${AB_BUILDS:-old} new; do
                 binary=$(build_binary "$build")
                 step "bench-$build-$round" 300 "$binary" bench --backends bitonic \
-                    "${shape_args[@]}" --out "$OUT/bench-$build.json"
+                    "${shape_args[@]}" --out "$OUT/bench-$build-$round.json"
             done
         done
         ;;

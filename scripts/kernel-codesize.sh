@@ -6,7 +6,7 @@
 # fetched cold, and instruction fetch was its largest stall (docs/PERF.md v0.6.4).
 # Usage: scripts/kernel-codesize.sh [KERNEL_SYMBOL [-- NVCC_ARGS...]]
 #   e.g. NVDISASM=/tmp/nvdisasm scripts/kernel-codesize.sh \
-#            _Z14k_cluster_topkILj64ELj0EEv12topk_problemj
+#            _Z14k_cluster_topkILj64ELj0EEv12topk_problemjj
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kernel=${1:-}
