@@ -1542,6 +1542,20 @@ k_tree_topk(const struct topk_problem problem, const tree_scratch scratch)
  * thread). 16 measured slower on the H200 in the third run (docs/PERF.md, v0.3.0 notes: two
  * waves of them at 16 rows), faster in the sixth where auto allows them (one wave: 1-4 rows of
  * 131072, 1 x 131072 15.5 -> 15.0 us); a -D to try others. */
+/* The leader's buffers hold up to CLUSTER_GATHER_FACTOR times the output's entries (instead of
+ * twice) where shared memory allows and the row is longer than CLUSTER_GATHER_RATIO * k: there
+ * the k-th's level-0 bin and the keys above it can outnumber twice the output (random rows of
+ * 65536 at k 512: about 1500; of 200000 at k 2048: about 4600), and level 1's pass and
+ * cluster barrier ran instead (16% and 6-8% slower). On shorter rows wider buffers bought
+ * nothing and measured about 1% slower (more shared memory per CTA; docs/PERF.md v0.6.12).
+ * A factor of 2 keeps twice the output everywhere. */
+#ifndef CLUSTER_GATHER_FACTOR
+#define CLUSTER_GATHER_FACTOR 4u
+#endif
+#ifndef CLUSTER_GATHER_RATIO
+#define CLUSTER_GATHER_RATIO 64u
+#endif
+
 #ifndef CLUSTER_ITEMS16_PARTS
 #define CLUSTER_ITEMS16_PARTS 16u
 #endif
@@ -2095,8 +2109,8 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
     constexpr uint32_t TOTAL = ITEMS + SHARED_ITEMS; /* items per thread */
     const uint32_t first = part * (TREE_THREADS * TOTAL);
     /* The leader's two buffers of `capacity` entries each (cluster_buffer_entries(): twice the
-     * output where shared memory allows) leave room to gather the k-th's whole bin and rank it
-     * in the output stage instead of refining further. */
+     * output, up to four times on long rows, where shared memory allows) leave room to gather the
+     * k-th's whole bin and rank it in the output stage instead of refining further. */
     uint64_t *selection = cluster_buffers;
     uint64_t *bucketed = cluster_buffers + capacity;
     /* The keys kept in shared memory (SHARED_ITEMS), or the bulk load's staging (`staged`). */
@@ -2701,12 +2715,25 @@ static size_t cluster_smem_total(size_t entries, uint32_t items)
 }
 
 /* Entries of each of the cluster kernel's two composite buffers: twice the output's where the
- * device's shared memory per block allows (the leader may then gather a whole bin), else the
- * output's (composite_entries(k), the least the kernel needs). */
-static size_t cluster_buffer_entries(const struct gpu_device_info *device, uint32_t k,
-                                     uint32_t items)
+ * device's shared memory per block allows (the leader may then gather a whole bin), up to
+ * CLUSTER_GATHER_FACTOR times on rows longer than CLUSTER_GATHER_RATIO * k (without taking
+ * the bulk load's staging from slices of 32768); else the output's (composite_entries(k), the
+ * least the kernel needs). */
+static size_t cluster_buffer_entries(const struct gpu_device_info *device,
+                                     const struct topk_shape *shape, uint32_t items)
 {
+    const uint32_t k = shape->k;
     const size_t doubled = 2 * (size_t)composite_entries(k);
+    const uint64_t length = shape->max_length > 0 ? (uint64_t)shape->max_length : 0u;
+    const size_t staging = items == CLUSTER_BULK_CHUNKS * CLUSTER_BULK_CHUNK_ITEMS
+                               ? (size_t)items * TREE_THREADS * sizeof(uint32_t)
+                               : 0u;
+    if (length > (uint64_t)CLUSTER_GATHER_RATIO * k) {
+        for (size_t wide = CLUSTER_GATHER_FACTOR * (size_t)composite_entries(k); wide > doubled;
+             wide /= 2)
+            if (cluster_smem_total(wide, items) + staging <= device->smem_per_block_optin)
+                return wide;
+    }
     return cluster_smem_total(doubled, items) <= device->smem_per_block_optin
                ? doubled
                : composite_entries(k);
@@ -2715,10 +2742,17 @@ static size_t cluster_buffer_entries(const struct gpu_device_info *device, uint3
 /* CTAs of clusters of `parts` that auto lets run in one wave: one per SM (measured on the
  * H200, docs/PERF.md fifth run: two CTAs of 16 keys per thread sharing an SM took longer than
  * one CTA of 32 keys per thread), and only about half the SMs with clusters of more than 4
- * (clusters of 8 CTAs of one SM each: at most 15 active on the H200's 132 SMs, GPC packing). */
+ * (clusters of 8 CTAs of one SM each: at most 15 active on the H200's 132 SMs, GPC packing).
+ * Where the device's packing was measured (cluster_fit), never more than it runs at once: 30
+ * clusters of 4 and 39 of 3 on the H200, so that 32 x 131072 in clusters of 4 would have run
+ * two of them in a second wave (docs/PERF.md v0.6.12). */
 static uint64_t cluster_wave(const struct gpu_device_info *device, uint64_t parts)
 {
-    return parts <= 4 ? (uint64_t)device->sm_count : (uint64_t)device->sm_count / 2u;
+    uint64_t ctas = parts <= 4 ? (uint64_t)device->sm_count : (uint64_t)device->sm_count / 2u;
+    if (parts <= GPU_CLUSTER_MAX && device->cluster_fit[parts] > 0 &&
+        (uint64_t)device->cluster_fit[parts] * parts < ctas)
+        ctas = (uint64_t)device->cluster_fit[parts] * parts;
+    return ctas;
 }
 
 /* Where the cluster path runs (modes auto and cluster*): a device and a build with clusters, k up
@@ -2793,7 +2827,7 @@ static int cluster_launch_items(const struct topk_problem *problem,
                                 cudaStream_t stream, struct audit_error *err)
 {
     const uint32_t capacity =
-        (uint32_t)cluster_buffer_entries(device, problem->shape.k, ITEMS + SHARED_ITEMS);
+        (uint32_t)cluster_buffer_entries(device, &problem->shape, ITEMS + SHARED_ITEMS);
     size_t smem = 2 * (size_t)capacity * sizeof(uint64_t) +
                   (size_t)SHARED_ITEMS * TREE_THREADS * sizeof(uint32_t);
     /* The bulk load's staging (cluster_bulk_load) where the device's shared memory has room:

@@ -109,6 +109,56 @@ extern "C" int gpu_device_query(int ordinal, size_t emulate_smem_per_sm,
     return 0;
 }
 
+/* The cluster-packing probe of gpu_device_measure_clusters: never launched, only asked about. */
+static __global__ void __launch_bounds__(512, 1) k_cluster_probe(void) {}
+
+static int measure_clusters(struct gpu_device_info *info, struct audit_error *err)
+{
+    /* The real device's whole opt-in shared memory (emulation aside): one CTA per SM, as the
+     * bitonic cluster kernels that auto sizes by this. */
+    int optin = 0;
+    CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                    info->ordinal),
+             err);
+    CUDA_TRY(cudaSetDevice(info->ordinal), err);
+    CUDA_TRY(cudaFuncSetAttribute(k_cluster_probe, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  optin),
+             err);
+    CUDA_TRY(cudaFuncSetAttribute(k_cluster_probe, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                  1),
+             err);
+    uint32_t fit[GPU_CLUSTER_MAX + 1] = { 0 };
+    for (unsigned size = 1; size <= GPU_CLUSTER_MAX; size++) {
+        cudaLaunchAttribute attribute = {};
+        attribute.id = cudaLaunchAttributeClusterDimension;
+        attribute.val.clusterDim.x = size;
+        attribute.val.clusterDim.y = 1;
+        attribute.val.clusterDim.z = 1;
+        cudaLaunchConfig_t config = {};
+        config.gridDim = dim3(size, 1, 1);
+        config.blockDim = dim3(512, 1, 1);
+        config.dynamicSmemBytes = (size_t)optin;
+        config.attrs = &attribute;
+        config.numAttrs = 1;
+        int clusters = 0;
+        CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, k_cluster_probe, &config), err);
+        fit[size] = clusters > 0 ? (uint32_t)clusters : 0u;
+    }
+    memcpy(info->cluster_fit, fit, sizeof(fit));
+    return 0;
+}
+
+extern "C" int gpu_device_measure_clusters(struct gpu_device_info *info, struct audit_error *err)
+{
+    memset(info->cluster_fit, 0, sizeof(info->cluster_fit));
+    if (info->cc_major < 9)
+        return 0;
+    const int status = measure_clusters(info, err);
+    if (status != 0)
+        (void)cudaGetLastError(); /* the caller goes on without it: no stale error for the next */
+    return status;
+}
+
 static __global__ void k_empty(void) {}
 
 extern "C" int gpu_launch_empty(cudaStream_t stream, struct audit_error *err)

@@ -29,6 +29,8 @@ enum topk_determinism {
 const char *topk_determinism_name(enum topk_determinism level);
 
 /* What the device reports, possibly overridden by emulation flags (--emulate-smem-per-sm). */
+#define GPU_CLUSTER_MAX 16 /* CTAs per cluster, non-portable sizes included (sm_90) */
+
 struct gpu_device_info {
     int ordinal;
     char name[256];
@@ -41,6 +43,10 @@ struct gpu_device_info {
     size_t global_memory_bytes;
     int driver_version, runtime_version;
     bool smem_emulated;
+    /* cluster_fit[c]: clusters of c CTAs, each alone on its SM, that the device runs at once
+     * (cudaOccupancyMaxActiveClusters; below sm_count / c where clusters must share a GPC:
+     * 30 of 4 on the H200's 132 SMs). 0 where not measured (gpu_device_measure_clusters). */
+    uint32_t cluster_fit[GPU_CLUSTER_MAX + 1];
 };
 
 /* The shape of one top-k call: everything supports() and scratch_bytes() may look at. */
@@ -101,6 +107,10 @@ const struct topk_backend *topk_backend_find(const char *name);
 int gpu_device_count(int *count, char *why, size_t why_bytes);
 int gpu_device_query(int ordinal, size_t emulate_smem_per_sm, struct gpu_device_info *info,
                      struct audit_error *err);
+/* Fills info->cluster_fit on a device with clusters (compute capability 9.0 or newer); creates
+ * the device's context. Leaves zeros, and returns the failure, where the query fails: callers
+ * go on without it (supports() then assumes every SM can take a CTA of a cluster). */
+int gpu_device_measure_clusters(struct gpu_device_info *info, struct audit_error *err);
 /* Launches one empty kernel (one block of 32 threads) on stream: what `bench` subtracts nothing
  * with but reports as the floor of a call (launch and drain of a kernel in a graph). */
 int gpu_launch_empty(cudaStream_t stream, struct audit_error *err);

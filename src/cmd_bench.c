@@ -451,6 +451,11 @@ static cJSON *device_json(const struct gpu_device_info *device, double copy_band
     cJSON_AddNumberToObject(json, "runtime_version", device->runtime_version);
     json_add_number(json, "copy_bandwidth_bytes_per_s", copy_bandwidth);
     json_add_number(json, "empty_kernel_us", empty_kernel_us);
+    /* clusters of 1 .. 16 CTAs of one SM each at once: what bitonic's plans were sized by */
+    cJSON *fit = device->cluster_fit[1] ? cJSON_AddArrayToObject(json, "clusters_at_once")
+                                        : cJSON_AddNullToObject(json, "clusters_at_once");
+    for (int size = 1; fit && device->cluster_fit[1] && size <= GPU_CLUSTER_MAX; size++)
+        cJSON_AddItemToArray(fit, cJSON_CreateNumber(device->cluster_fit[size]));
     return json;
 }
 
@@ -493,8 +498,13 @@ static int bench_run(const struct bench_options *options)
                      ? AUDIT_OK
                      : audit_fail(&err, AUDIT_EDEVICE, "cudaSetDevice(%llu) failed",
                                   options->device);
-    if (status == AUDIT_OK)
+    if (status == AUDIT_OK) {
+        /* bitonic's supports() sizes its clusters by the packing; without it (the query
+         * failed) it assumes every SM takes a CTA. */
+        struct audit_error ignored = { 0 };
+        (void)gpu_device_measure_clusters(&device, &ignored);
         status = measure_copy_bandwidth(&copy_bandwidth, &err);
+    }
     if (status == AUDIT_OK)
         status = measure_empty_kernel(&empty_kernel_us, &err);
     if (status != AUDIT_OK) {

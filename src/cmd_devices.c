@@ -187,6 +187,24 @@ static cJSON *backend_json(const struct topk_backend *backend)
 }
 
 /* The device's description and every backend's decision for every k. */
+/* "clusters_at_once": clusters of 1 .. GPU_CLUSTER_MAX CTAs of one SM each that the device
+ * runs at once (bitonic's supports() sizes its clusters by them), or null where not measured. */
+static bool add_cluster_fit(cJSON *item, const struct gpu_device_info *info)
+{
+    if (info->cluster_fit[1] == 0)
+        return cJSON_AddNullToObject(item, "clusters_at_once") != NULL;
+    cJSON *fit = cJSON_AddArrayToObject(item, "clusters_at_once");
+    if (!fit)
+        return false;
+    for (int size = 1; size <= GPU_CLUSTER_MAX; size++) {
+        cJSON *number = cJSON_CreateNumber(info->cluster_fit[size]);
+        if (!number)
+            return false;
+        cJSON_AddItemToArray(fit, number);
+    }
+    return true;
+}
+
 static cJSON *device_json(const struct gpu_device_info *info, bool described,
                           const struct devices_options *options)
 {
@@ -211,6 +229,8 @@ static cJSON *device_json(const struct gpu_device_info *info, bool described,
     json_add_u64(item, "global_memory_bytes", info->global_memory_bytes);
     cJSON_AddNumberToObject(item, "driver_version", info->driver_version);
     cJSON_AddNumberToObject(item, "runtime_version", info->runtime_version);
+    if (!add_cluster_fit(item, info))
+        goto error;
     cJSON *backends = cJSON_AddArrayToObject(item, "backends");
     if (!backends)
         goto error;
@@ -290,6 +310,16 @@ static void print_device_table(FILE *out, const cJSON *device, const cJSON *quer
             number_of(device, "global_memory_bytes"),
             number_of(device, "global_memory_bytes") / (1024.0 * 1024.0 * 1024.0));
     fprintf(out, "  driver / runtime       %s / %s\n", driver, runtime);
+    const cJSON *fit = cJSON_GetObjectItemCaseSensitive(device, "clusters_at_once");
+    if (cJSON_IsArray(fit)) {
+        /* "4:30" = 30 clusters of 4 CTAs, one per SM, at once (GPC packing) */
+        fprintf(out, "  clusters at once      ");
+        int size = 1;
+        const cJSON *count;
+        cJSON_ArrayForEach(count, fit)
+            fprintf(out, " %d:%.0f", size++, cJSON_GetNumberValue(count));
+        fprintf(out, "\n");
+    }
     fprintf(out, "  decisions at length %.0f, %.0f row(s) per call:\n",
             number_of(query, "length"), number_of(query, "rows"));
     cJSON_ArrayForEach(backend, cJSON_GetObjectItemCaseSensitive(device, "backends")) {
@@ -425,6 +455,13 @@ static int run_devices(int argc, char **argv)
             fprintf(stderr, "dsatopk-audit devices: %s\n", err.message);
             exit_code = EXIT_DEVICE;
             goto done;
+        }
+        {
+            /* The decisions below as `run` and `bench` make them: bitonic sizes its clusters by
+             * the device's packing (this starts the device's context; without it, where the
+             * query fails, the decisions assume every SM takes a CTA). */
+            struct audit_error ignored = { 0 };
+            (void)gpu_device_measure_clusters(&info, &ignored);
         }
         cJSON *device = device_json(&info, false, &options);
         if (!device)

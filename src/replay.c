@@ -91,6 +91,12 @@ int replay_device_open(struct replay_device **device_out, int ordinal, size_t em
     if (status < 0)
         goto error;
     CUDA_CHECK_GOTO(cudaSetDevice(ordinal), err, status, error);
+    {
+        /* The cluster packing that bitonic's supports() sizes its clusters by; without it
+         * (the query failed) it assumes every SM takes a CTA. */
+        struct audit_error ignored = { 0 };
+        (void)gpu_device_measure_clusters(&device->info, &ignored);
+    }
     int memory_pools = 0;
     CUDA_CHECK_GOTO(cudaDeviceGetAttribute(&memory_pools, cudaDevAttrMemoryPoolsSupported, ordinal),
                     err, status, error);

@@ -93,6 +93,40 @@ static void test_bitonic_paths_on_h200(void **state)
     check_paths(&device, paths, sizeof(paths) / sizeof(paths[0]));
 }
 
+/* The same H200 with its cluster packing as measured there (cudaOccupancyMaxActiveClusters, one
+ * CTA per SM): auto takes no cluster size that the device cannot run in one wave. */
+static void test_bitonic_paths_by_packing(void **state)
+{
+    (void)state;
+    if (getenv("DSATOPK_BITONIC_SPLIT"))
+        skip();
+    struct gpu_device_info device = test_h200();
+    static const uint32_t h200_fit[GPU_CLUSTER_MAX + 1] = { 0,  132, 66, 39, 30, 22, 17, 15, 15,
+                                                            9,  7,   7,  7,  7,  7,  7,  7 };
+    memcpy(device.cluster_fit, h200_fit, sizeof(h200_fit));
+    static const struct expected_path paths[] = {
+        /* 30 clusters of 4 fit: 30 rows of 4 slices, 32 rows of 2 (one wave of 64 clusters). */
+        {30, 131072, 2048, "cluster per row: 4 blocks of 32768 elements"},
+        {32, 131072, 2048, "cluster per row: 2 blocks of 65536 elements"},
+        {32, 65536, 2048, "cluster per row: 2 blocks of 32768 elements"},
+        {16, 131072, 2048, "cluster per row: 4 blocks of 32768 elements"},
+        /* 39 clusters of 3 fit: 40 rows of 98304 in 2 slices of 65536. */
+        {39, 98304, 2048, "cluster per row: 3 blocks of 32768 elements"},
+        {40, 98304, 2048, "cluster per row: 2 blocks of 65536 elements"},
+        /* Clusters of more than 4 stay within half the SMs, below the packing. */
+        {8, 131072, 2048, "cluster per row: 8 blocks of 16384 elements"},
+        {1, 131072, 2048, "cluster per row: 16 blocks of 8192 elements"},
+        {64, 131072, 2048, "cluster per row: 2 blocks of 65536 elements"},
+    };
+    check_paths(&device, paths, sizeof(paths) / sizeof(paths[0]));
+    /* Without the measurement (zeros), every SM counts: 32 rows of 4 slices. */
+    memset(device.cluster_fit, 0, sizeof(device.cluster_fit));
+    static const struct expected_path unmeasured[] = {
+        {32, 131072, 2048, "cluster per row: 4 blocks of 32768 elements"},
+    };
+    check_paths(&device, unmeasured, 1);
+}
+
 static void test_bitonic_paths_elsewhere(void **state)
 {
     (void)state;
@@ -177,6 +211,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bitonic_paths_on_h200),
+        cmocka_unit_test(test_bitonic_paths_by_packing),
         cmocka_unit_test(test_bitonic_paths_elsewhere),
         cmocka_unit_test(test_bitonic_scratch_keeps_the_fallback),
         cmocka_unit_test(test_bitonic_split_knob),
