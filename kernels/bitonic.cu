@@ -2749,9 +2749,10 @@ static size_t cluster_buffer_entries(const struct gpu_device_info *device,
 static uint64_t cluster_wave(const struct gpu_device_info *device, uint64_t parts)
 {
     uint64_t ctas = parts <= 4 ? (uint64_t)device->sm_count : (uint64_t)device->sm_count / 2u;
-    if (parts <= GPU_CLUSTER_MAX && device->cluster_fit[parts] > 0 &&
-        (uint64_t)device->cluster_fit[parts] * parts < ctas)
-        ctas = (uint64_t)device->cluster_fit[parts] * parts;
+    if (device->cluster_fit[1] > 0) { /* measured: a size the device does not take gets none */
+        const uint64_t fit = parts <= GPU_CLUSTER_MAX ? device->cluster_fit[parts] * parts : 0u;
+        ctas = fit < ctas ? fit : ctas;
+    }
     return ctas;
 }
 

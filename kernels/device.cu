@@ -124,11 +124,14 @@ static int measure_clusters(struct gpu_device_info *info, struct audit_error *er
     CUDA_TRY(cudaFuncSetAttribute(k_cluster_probe, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   optin),
              err);
-    CUDA_TRY(cudaFuncSetAttribute(k_cluster_probe, cudaFuncAttributeNonPortableClusterSizeAllowed,
-                                  1),
-             err);
+    /* Where the device refuses non-portable sizes (above 8), those stay 0: none fit. */
+    const bool non_portable =
+        cudaFuncSetAttribute(k_cluster_probe, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
+        cudaSuccess;
+    if (!non_portable)
+        (void)cudaGetLastError();
     uint32_t fit[GPU_CLUSTER_MAX + 1] = { 0 };
-    for (unsigned size = 1; size <= GPU_CLUSTER_MAX; size++) {
+    for (unsigned size = 1; size <= GPU_CLUSTER_MAX && (size <= 8 || non_portable); size++) {
         cudaLaunchAttribute attribute = {};
         attribute.id = cudaLaunchAttributeClusterDimension;
         attribute.val.clusterDim.x = size;
@@ -141,9 +144,22 @@ static int measure_clusters(struct gpu_device_info *info, struct audit_error *er
         config.attrs = &attribute;
         config.numAttrs = 1;
         int clusters = 0;
-        CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, k_cluster_probe, &config), err);
+        const cudaError_t status = cudaOccupancyMaxActiveClusters(&clusters, k_cluster_probe,
+                                                                  &config);
+        if (status != cudaSuccess) {
+            (void)cudaGetLastError(); /* a size the device does not take: none fit */
+            if (size == 1)
+                return audit_fail(err, AUDIT_EDEVICE,
+                                  "device %d: cudaOccupancyMaxActiveClusters: %s (%s)",
+                                  info->ordinal, cudaGetErrorString(status),
+                                  cudaGetErrorName(status));
+            continue;
+        }
         fit[size] = clusters > 0 ? (uint32_t)clusters : 0u;
     }
+    if (fit[1] == 0)
+        return audit_fail(err, AUDIT_EDEVICE, "device %d: no cluster of one CTA fits",
+                          info->ordinal);
     memcpy(info->cluster_fit, fit, sizeof(fit));
     return 0;
 }

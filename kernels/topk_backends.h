@@ -45,7 +45,8 @@ struct gpu_device_info {
     bool smem_emulated;
     /* cluster_fit[c]: clusters of c CTAs, each alone on its SM, that the device runs at once
      * (cudaOccupancyMaxActiveClusters; below sm_count / c where clusters must share a GPC:
-     * 30 of 4 on the H200's 132 SMs). 0 where not measured (gpu_device_measure_clusters). */
+     * 30 of 4 on the H200's 132 SMs; 0 for a size it does not take). All 0 where not measured
+     * (gpu_device_measure_clusters; cluster_fit[1] > 0 once measured). */
     uint32_t cluster_fit[GPU_CLUSTER_MAX + 1];
 };
 
@@ -108,8 +109,9 @@ int gpu_device_count(int *count, char *why, size_t why_bytes);
 int gpu_device_query(int ordinal, size_t emulate_smem_per_sm, struct gpu_device_info *info,
                      struct audit_error *err);
 /* Fills info->cluster_fit on a device with clusters (compute capability 9.0 or newer); creates
- * the device's context. Leaves zeros, and returns the failure, where the query fails: callers
- * go on without it (supports() then assumes every SM can take a CTA of a cluster). */
+ * the device's context. Leaves zeros, and returns the failure, where the query fails even for
+ * clusters of one CTA: callers go on without it (supports() then assumes every SM can take a
+ * CTA of a cluster). */
 int gpu_device_measure_clusters(struct gpu_device_info *info, struct audit_error *err);
 /* Launches one empty kernel (one block of 32 threads) on stream: what `bench` subtracts nothing
  * with but reports as the floor of a call (launch and drain of a kernel in a graph). */

@@ -119,6 +119,18 @@ static void test_bitonic_paths_by_packing(void **state)
         {64, 131072, 2048, "cluster per row: 2 blocks of 65536 elements"},
     };
     check_paths(&device, paths, sizeof(paths) / sizeof(paths[0]));
+    /* A device that takes no cluster of more than 8 (non-portable sizes refused): no slices of
+     * 8192 at 131072, 8 of 16384 instead; and without 8 either, 4 of 32768. */
+    memset(device.cluster_fit + 9, 0, 8 * sizeof(device.cluster_fit[0]));
+    static const struct expected_path portable[] = {
+        {1, 131072, 2048, "cluster per row: 8 blocks of 16384 elements"},
+    };
+    check_paths(&device, portable, 1);
+    device.cluster_fit[8] = 0;
+    static const struct expected_path no_eight[] = {
+        {1, 131072, 2048, "cluster per row: 4 blocks of 32768 elements"},
+    };
+    check_paths(&device, no_eight, 1);
     /* Without the measurement (zeros), every SM counts: 32 rows of 4 slices. */
     memset(device.cluster_fit, 0, sizeof(device.cluster_fit));
     static const struct expected_path unmeasured[] = {
