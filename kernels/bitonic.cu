@@ -29,8 +29,9 @@
  * Every thread reaches every barrier: tile loops have block-uniform trip counts, and their early
  * exits test totals that every thread computed identically.
  *
- * Cluster path (k <= 4096 on sm_90+ where the grid fits one wave, or where no cut does, two
- * waves of slices of 32768; see "Cluster path" below): one thread-block cluster per row, one
+ * Cluster path (k <= 4096 on sm_90+ with rows of at most 16 slices: the smallest slices whose
+ * grid fits one wave, else the fewest per row in several waves; see "Cluster path" below): one
+ * thread-block cluster per row, one
  * kernel, the row read once into registers (and shared memory for slices of 65536), histograms
  * summed through distributed shared memory, ties written by their CTAs, the leader CTA writes
  * the rest.
@@ -2759,9 +2760,9 @@ static uint64_t cluster_wave(const struct gpu_device_info *device, uint64_t part
 /* Where the cluster path runs (modes auto and cluster*): a device and a build with clusters, k up
  * to TREE_MAX_K, rows of at most 16 slices of 8192, 16384, 32768 or 65536 elements (16, 32, 64
  * or 128 keys per thread, the last half in shared memory: the first that cuts the row into few
- * enough slices); auto also needs the grid to fit one wave (cluster_wave), mode cluster takes
- * every such shape (tests), cluster16/32/64/128 only that many keys per thread. False elsewhere
- * (the tree path runs). */
+ * enough slices); auto takes the smallest slices whose grid fits one wave (cluster_wave), else
+ * the fewest slices per row in several waves; mode cluster takes every such shape (tests),
+ * cluster16/32/64/128 only that many keys per thread. False elsewhere (the tree path runs). */
 static bool cluster_plan_of(const struct gpu_device_info *device, const struct topk_shape *shape,
                             enum split_mode mode, struct cluster_plan *plan)
 {
@@ -2804,18 +2805,29 @@ static bool cluster_plan_of(const struct gpu_device_info *device, const struct t
         return true;
     }
     if (mode == SPLIT_AUTO) {
-        /* No cut fits one wave: 64 keys per thread in two waves still beat the tree's four or
-         * more (64 x 131072: 64 against 75 us, docs/PERF.md fifth run). */
-        const uint64_t slice = (uint64_t)TREE_THREADS * 4u * TREE_ITEMS;
-        const uint64_t parts = length ? (length + slice - 1) / slice : 1u;
-        if (parts <= CLUSTER_MAX_PARTS &&
-            cluster_smem_total(composite_entries(shape->k), 4u * TREE_ITEMS) <=
-                device->smem_per_block_optin &&
-            (uint64_t)shape->rows * parts <= 2u * cluster_wave(device, parts)) {
-            plan->items = 4u * TREE_ITEMS;
+        /* No cut fits one wave: the cut with the fewest slices per row (then the fewest keys
+         * per thread), in as many waves as it takes. With every SM busy anyway, each CTA more
+         * in a row is one more barrier chain and gather; measured on the H200 (docs/PERF.md
+         * v0.6.12) it beat the tree 1.5-3.2x (128 x 131072 k 2048: 2 slices of 65536 41.0 us,
+         * 4 of 32768 48.4, the tree 122.4; 1024 x 8192: 1 slice of 8192 44.4, of 32768 87.7,
+         * the tree 66.3). */
+        bool found = false;
+        for (size_t c = 0; c < sizeof(items_choices) / sizeof(items_choices[0]); c++) {
+            const uint32_t items = items_choices[c];
+            if (cluster_smem_total(composite_entries(shape->k), items) >
+                device->smem_per_block_optin)
+                continue;
+            const uint64_t slice = (uint64_t)TREE_THREADS * items;
+            const uint64_t parts = length ? (length + slice - 1) / slice : 1u;
+            const uint64_t most = items == TREE_ITEMS ? CLUSTER_ITEMS16_PARTS : CLUSTER_MAX_PARTS;
+            if (parts > most || (uint64_t)shape->rows * parts > 0x7FFFFFFFu ||
+                cluster_wave(device, parts) == 0 || (found && parts >= plan->parts))
+                continue;
+            plan->items = items;
             plan->parts = (uint32_t)parts;
-            return true;
+            found = true;
         }
+        return found;
     }
     return false;
 }
@@ -3011,8 +3023,8 @@ extern "C" const struct topk_backend topk_backend_bitonic = {
     true,  /* canonical_order */
     false, /* index_ascending */
     "k <= 8192; rows up to 2^31 - 1 elements; k <= 4096 on sm_90+: a cluster of up to 16 "
-    "blocks per row (slices of 8192 to 65536 elements) where the grid fits one wave, or two of "
-    "slices of 32768 (no scratch); otherwise k <= 4096: rows cut "
+    "blocks per row (slices of 8192 to 65536 elements; the smallest in one wave, else the "
+    "fewest per row; no scratch); otherwise k <= 4096: rows cut "
     "into leaves of 8192 elements (one 512-thread block each) merged up a tree (scratch: "
     "(8 k + 8) B per leaf and parent node, 8 KiB per row); k > 4096: one 1024-thread block per "
     "row (8 * next_pow2(k) + 8464 B of shared memory)",

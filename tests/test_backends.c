@@ -80,11 +80,14 @@ static void test_bitonic_paths_on_h200(void **state)
         {64, 131072, 2048, "cluster per row: 2 blocks of 65536 elements"},
         {64, 131072, 4096, "cluster per row: 2 blocks of 65536 elements"},
         {1, 600000, 2048, "cluster per row: 10 blocks of 65536 elements"},
-        /* No cut in one wave: slices of 32768 in two waves, else the tree. */
+        /* No cut in one wave: the fewest slices per row (then the smallest), in several
+         * waves. */
         {200, 32768, 2048, "cluster per row: 1 block of 32768 elements"},
-        {64, 262144, 2048, "leaves of 8192"},
-        {128, 131072, 2048, "leaves of 8192"},
-        {300, 8192, 512, "leaves of 8192"},
+        {64, 262144, 2048, "cluster per row: 4 blocks of 65536 elements"},
+        {128, 131072, 2048, "cluster per row: 2 blocks of 65536 elements"},
+        {300, 8192, 512, "cluster per row: 1 block of 8192 elements"},
+        {1000, 16384, 2048, "cluster per row: 1 block of 16384 elements"},
+        {4096, 65536, 2048, "cluster per row: 1 block of 65536 elements"},
         /* Longer than 16 slices of 65536: the tree. */
         {1, 1100000, 2048, "leaves of 8192"},
         /* k above 4096: one CTA per row. */
@@ -148,8 +151,8 @@ static void test_bitonic_paths_elsewhere(void **state)
     struct gpu_device_info device = test_h200();
     device.cc_major = 10;
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 2048), "cluster per row"));
-    /* Fewer SMs, a smaller wave: 16 rows of 32768 take one CTA each; 64 rows are two waves of
-     * those, 128 the tree. */
+    /* Fewer SMs, a smaller wave: 16 rows of 32768 take one CTA each; 64 rows are several waves
+     * of those. */
     device = test_h200();
     device.sm_count = 24;
     assert_non_null(strstr(bitonic_reason(&device, 16, 32768, 2048),
@@ -157,7 +160,8 @@ static void test_bitonic_paths_elsewhere(void **state)
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 2048),
                            "cluster per row: 4 blocks of 8192 elements"));
     assert_non_null(strstr(bitonic_reason(&device, 48, 32768, 2048), "cluster per row"));
-    assert_non_null(strstr(bitonic_reason(&device, 64, 32768, 2048), "leaves of 8192"));
+    assert_non_null(strstr(bitonic_reason(&device, 64, 32768, 2048),
+                           "cluster per row: 1 block of 32768 elements"));
     /* Too little shared memory per block for the cluster and tree kernels at k 4096 (about
      * 33 KiB + 64 KiB each): one CTA per row, which needs 41 KiB. At k 2048 clusters fit (with
      * buffers of the output's size, not twice). */
@@ -165,11 +169,20 @@ static void test_bitonic_paths_elsewhere(void **state)
     device.smem_per_block_optin = 90 * 1024;
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 4096), "one block per row"));
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 2048), "cluster per row"));
-    /* An emulated GB10 (100 KiB per SM): both fit at k 4096. */
+    /* An emulated GB10 (100 KiB per SM): both fit at k 4096, slices of 65536 (their keys in
+     * 128 KiB of shared memory) do not. */
     device = test_h200();
     device.smem_per_sm = device.smem_per_block_optin = 102400;
     assert_non_null(strstr(bitonic_reason(&device, 4, 32768, 4096), "cluster per row"));
-    assert_non_null(strstr(bitonic_reason(&device, 128, 131072, 4096), "leaves of 8192"));
+    assert_non_null(strstr(bitonic_reason(&device, 128, 131072, 4096),
+                           "cluster per row: 4 blocks of 32768 elements"));
+    /* A device whose packing was measured and takes no cluster of more than one CTA: rows of
+     * one slice only, longer ones the tree. */
+    device = test_h200();
+    device.cluster_fit[1] = 132;
+    assert_non_null(strstr(bitonic_reason(&device, 300, 32768, 2048),
+                           "cluster per row: 1 block of 32768 elements"));
+    assert_non_null(strstr(bitonic_reason(&device, 300, 131072, 2048), "leaves of 8192"));
 }
 
 static void test_bitonic_scratch_keeps_the_fallback(void **state)
