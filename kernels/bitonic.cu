@@ -2808,7 +2808,7 @@ static bool cluster_plan_of(const struct gpu_device_info *device, const struct t
         /* No cut fits one wave: the cut with the fewest slices per row (then the fewest keys
          * per thread), in as many waves as it takes. With every SM busy anyway, each CTA more
          * in a row is one more barrier chain and gather; measured on the H200 (docs/PERF.md
-         * v0.6.12) it beat the tree 1.5-3.2x (128 x 131072 k 2048: 2 slices of 65536 41.0 us,
+         * v0.6.13) it beat the tree 1.2-3.2x (128 x 131072 k 2048: 2 slices of 65536 41.0 us,
          * 4 of 32768 48.4, the tree 122.4; 1024 x 8192: 1 slice of 8192 44.4, of 32768 87.7,
          * the tree 66.3). */
         bool found = false;

@@ -186,7 +186,6 @@ static cJSON *backend_json(const struct topk_backend *backend)
     return item;
 }
 
-/* The device's description and every backend's decision for every k. */
 /* "clusters_at_once": clusters of 1 .. GPU_CLUSTER_MAX CTAs of one SM each that the device
  * runs at once (bitonic's supports() sizes its clusters by them), or null where not measured. */
 static bool add_cluster_fit(cJSON *item, const struct gpu_device_info *info)
@@ -205,6 +204,7 @@ static bool add_cluster_fit(cJSON *item, const struct gpu_device_info *info)
     return true;
 }
 
+/* The device's description and every backend's decision for every k. */
 static cJSON *device_json(const struct gpu_device_info *info, bool described,
                           const struct devices_options *options)
 {
