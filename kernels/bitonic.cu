@@ -2861,18 +2861,9 @@ static int cluster_launch_items(const struct topk_problem *problem,
         CUDA_TRY(cudaFuncSetAttribute(k_cluster_topk<ITEMS, SHARED_ITEMS>,
                                       cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                  err);
-    cudaLaunchAttribute attribute = {};
-    attribute.id = cudaLaunchAttributeClusterDimension;
-    attribute.val.clusterDim.x = parts;
-    attribute.val.clusterDim.y = 1;
-    attribute.val.clusterDim.z = 1;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(problem->shape.rows * parts, 1, 1);
-    config.blockDim = dim3(TREE_THREADS, 1, 1);
-    config.dynamicSmemBytes = smem;
-    config.stream = stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
+    cudaLaunchAttribute attribute;
+    const cudaLaunchConfig_t config =
+        cluster_launch_config(problem->shape.rows, parts, TREE_THREADS, smem, stream, &attribute);
     int clusters = 0;
     CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, k_cluster_topk<ITEMS, SHARED_ITEMS>,
                                              &config),

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "topk_backends.h"
+#include "topk_common.cuh"
 
 /* Errors that mean "this machine has no usable CUDA device", not "something failed". */
 static bool means_no_device(cudaError_t status)
@@ -132,17 +133,9 @@ static int measure_clusters(struct gpu_device_info *info, struct audit_error *er
         (void)cudaGetLastError();
     uint32_t fit[GPU_CLUSTER_MAX + 1] = { 0 };
     for (unsigned size = 1; size <= GPU_CLUSTER_MAX && (size <= 8 || non_portable); size++) {
-        cudaLaunchAttribute attribute = {};
-        attribute.id = cudaLaunchAttributeClusterDimension;
-        attribute.val.clusterDim.x = size;
-        attribute.val.clusterDim.y = 1;
-        attribute.val.clusterDim.z = 1;
-        cudaLaunchConfig_t config = {};
-        config.gridDim = dim3(size, 1, 1);
-        config.blockDim = dim3(512, 1, 1);
-        config.dynamicSmemBytes = (size_t)optin;
-        config.attrs = &attribute;
-        config.numAttrs = 1;
+        cudaLaunchAttribute attribute;
+        const cudaLaunchConfig_t config =
+            cluster_launch_config(1, size, 512, (size_t)optin, 0, &attribute);
         int clusters = 0;
         const cudaError_t status = cudaOccupancyMaxActiveClusters(&clusters, k_cluster_probe,
                                                                   &config);

@@ -9,6 +9,30 @@
 
 #include "topk_backends.h"
 
+/* The launch of `clusters` clusters of `parts` CTAs of `threads` threads along x, with `smem`
+ * bytes of dynamic shared memory: bitonic's cluster kernels, and the probe that measures how
+ * many of them fit at once (kernels/device.cu), which must describe the same launch. The config
+ * points at `attribute` (the cluster shape), which must outlive it. */
+static inline cudaLaunchConfig_t cluster_launch_config(unsigned clusters, unsigned parts,
+                                                       unsigned threads, size_t smem,
+                                                       cudaStream_t stream,
+                                                       cudaLaunchAttribute *attribute)
+{
+    *attribute = cudaLaunchAttribute{};
+    attribute->id = cudaLaunchAttributeClusterDimension;
+    attribute->val.clusterDim.x = parts;
+    attribute->val.clusterDim.y = 1;
+    attribute->val.clusterDim.z = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(clusters * parts, 1, 1);
+    config.blockDim = dim3(threads, 1, 1);
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    return config;
+}
+
 #define TOPK_NEG_INF_BITS 0xFF800000u
 /* topk_order_key(-inf): keys of real candidates never equal it except -inf itself. */
 #define TOPK_NEG_INF_KEY 0x007FFFFFu
