@@ -1,4 +1,4 @@
-/* bitonic: our deterministic top-k. Output equals the CPU reference byte for byte (src/reference.h)
+/* bitonic: our deterministic top-k. Output equals the CPU reference byte for byte (src/reference/reference.h)
  * on every input: level gpu_to_gpu.
  *
  * What it models: the deterministic CuTe-DSL selector of seed 003 (exact threshold by radix

@@ -9,7 +9,7 @@
  *
  * Limits: rows <= 2^31 - 1 (grid x), k <= 2^31 (slots fit the key's upper 32 bits).
  * Determinism: exact (a sum modulo 2^64), so gpu_to_gpu: equal to hash_output_rows64 in
- * src/hash.c on every device. */
+ * src/common/hash.c on every device. */
 #include <cstdint>
 
 #include "output_hash.h"

@@ -13,7 +13,7 @@
  * term is a bijection of (slot, value), so a row that differs from another in one slot always
  * hashes differently; rows that differ in several slots collide with probability about 2^-64.
  * A sum is exact in any order, so the device result does not depend on the reduction order and
- * equals hash_output_rows64() in src/hash.c bit for bit (tests/gpu/test_gpu_row_hash.c).
+ * equals hash_output_rows64() in src/common/hash.c bit for bit (tests/gpu/test_gpu_row_hash.c).
  *
  * Plain C with extern "C" guards; output_hash_slot compiles for both host and device. */
 #ifndef DSATOPK_OUTPUT_HASH_H
@@ -23,7 +23,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../src/error.h"
+#include "error.h"
 
 #ifdef __cplusplus
 extern "C" {

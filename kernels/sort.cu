@@ -4,7 +4,7 @@
  * What it models: "sort the row, keep the first k": a full segmented sort instead of a selection.
  *
  * Strategy:
- *  1. k_sort_prepare writes, for every element of every row, the order key (src/reference.h) and
+ *  1. k_sort_prepare writes, for every element of every row, the order key (src/reference/reference.h) and
  *     the window index into scratch; row b's segment starts at b * max_length (no compaction:
  *     a segment's end is begin + length, the slack after it is never touched).
  *  2. cub::DeviceSegmentedRadixSort::SortPairsDescending over the 32 key bits. Radix sort is

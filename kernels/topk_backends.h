@@ -14,7 +14,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../src/error.h"
+#include "error.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,5 +1,5 @@
 /* Device helpers shared by every backend: the order key, the coarse fp16 bin, windows and
- * page-table translation. They mirror src/reference.h and src/census.h bit for bit. */
+ * page-table translation. They mirror src/reference/reference.h and src/reference/census.h bit for bit. */
 #ifndef DSATOPK_TOPK_COMMON_CUH
 #define DSATOPK_TOPK_COMMON_CUH
 
@@ -38,7 +38,7 @@ static inline cudaLaunchConfig_t cluster_launch_config(unsigned clusters, unsign
 #define TOPK_NEG_INF_KEY 0x007FFFFFu
 
 /* IEEE total order as an unsigned key: larger key ranks first (+NaN > +inf > ... > +0 > -0 >
- * ... > -inf > -NaN). Same as topk_order_key() in src/reference.h. */
+ * ... > -inf > -NaN). Same as topk_order_key() in src/reference/reference.h. */
 static __device__ __forceinline__ uint32_t order_key_bits(uint32_t bits)
 {
     return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
@@ -54,7 +54,7 @@ static __device__ __forceinline__ bool is_candidate_bits(uint32_t bits)
 
 /* The coarse bin of the radix-select families (sgl-kernel, FlashInfer): the value rounded to
  * fp16 (round to nearest even), mapped to an order-preserving 16-bit key, top byte. Same as
- * census_coarse_bin() in src/census.h. */
+ * census_coarse_bin() in src/reference/census.h. */
 static __device__ __forceinline__ uint32_t coarse_bin(float value)
 {
     uint16_t half_bits = __half_as_ushort(__float2half_rn(value));

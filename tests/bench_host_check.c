@@ -7,7 +7,7 @@
  * seeded arrival order (every rep differs, the set stays the reference's), and in every fifth
  * rep a few rows lose their last candidate to the first one left out (a wrong set, as when a
  * staging buffer clips). Each output goes through output_tally_add_hashed exactly as
- * src/replay.c feeds it (the GPU pre-filter's row hashes given, no page table, the claims of
+ * src/replay/replay.c feeds it (the GPU pre-filter's row hashes given, no page table, the claims of
  * radix), so its SHA-256, set hash, checks and baseline comparison are the code path `run` times
  * as hash_ms and check_ms.
  *
@@ -17,7 +17,7 @@
  * host_threads_count gives (DSATOPK_HOST_THREADS=1: one after the other, as before).
  * The last line is a SHA-256 of everything the tally recorded (per-rep hashes, set hashes,
  * counts, per-row flags and flapping arrays): it must not change when the code gets faster, nor
- * with DSATOPK_SHA256=libsodium (src/hash.c). */
+ * with DSATOPK_SHA256=libsodium (src/common/hash.c). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Unit tests of the contract checks (src/checks.c): hand-made records and outputs showing each
+/* Unit tests of the contract checks (src/verdict/checks.c): hand-made records and outputs showing each
  * kind of violation alone and combined, the reference passing every check, tie subsets and
  * orders judged by the backend's claims, paged records, and a randomized comparison of the O(k)
  * checks with a sort-based oracle written here. */

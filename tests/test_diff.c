@@ -1,4 +1,4 @@
-/* Row comparison behind `diff` and row selection behind `extract` (src/selection.c): one
+/* Row comparison behind `diff` and row selection behind `extract` (src/triage/selection.c): one
  * constructed pair per diff case, the crossing rule at ties, short rows and non-finite values,
  * page-table placement, a randomised check that the crossing rule never misses a set change,
  * list parsing and row extraction. */

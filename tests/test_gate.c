@@ -1,4 +1,4 @@
-/* Unit tests of src/gate.c on hand-made report JSON, no GPU: each level passing and failing
+/* Unit tests of src/gate/gate.c on hand-made report JSON, no GPU: each level passing and failing
  * (gpu_to_gpu against the baseline and the reference, run_to_run one output, not_guaranteed
  * violations with the radix staging forgiveness), every policy branch (level per backend and per
  * record, allow lists, tolerated known failures with match and until, allow_missing,

@@ -1,4 +1,4 @@
-/* Unit tests of src/hash.c's per-row 64-bit hashes (hash_output_rows64), the host twin of the
+/* Unit tests of src/common/hash.c's per-row 64-bit hashes (hash_output_rows64), the host twin of the
  * GPU pre-filter of `run` (kernels/output_hash.h; tests/gpu/test_gpu_row_hash.c checks that the
  * device computes the same values). What the pre-filter relies on:
  * - a row that differs in exactly one slot (output or raw output) always hashes differently;

@@ -1,4 +1,4 @@
-/* Unit tests of src/host_threads.c: the thread count (DSATOPK_HOST_THREADS, the default bound,
+/* Unit tests of src/common/host_threads.c: the thread count (DSATOPK_HOST_THREADS, the default bound,
  * small work on one thread) and host_threads_run (every slot runs once, slot 0 on the calling
  * thread, all joined before it returns). */
 #include <pthread.h>

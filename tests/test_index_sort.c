@@ -1,4 +1,4 @@
-/* Unit tests of src/index_sort.c: the radix sort must give exactly what qsort with an int32
+/* Unit tests of src/common/index_sort.c: the radix sort must give exactly what qsort with an int32
  * comparison gives (the set hashes of `run` were defined with qsort), whatever the values:
  * negative entries and -1 padding, the extremes, duplicates, bytes shared by every value (the
  * passes the sort skips), and every small count. */

@@ -1,4 +1,4 @@
-/* Unit tests of the plugin loader (src/plugin.c), no GPU: the CUDA test plugins load and
+/* Unit tests of the plugin loader (src/replay/plugin.c), no GPU: the CUDA test plugins load and
  * describe themselves on a machine without a driver; the host-only plugins of
  * tests/plugins/host_plugin.c check every refusal (missing file, not a shared object, missing
  * entry point, NULL entry, another ABI version, NULL fields and callbacks, invalid names, levels
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "../kernels/topk_backends.h"
+#include "topk_backends.h"
 #include "error.h"
 #include "hash.h"
 #include "plugin.h"

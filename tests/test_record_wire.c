@@ -1,4 +1,4 @@
-/* Unit tests of src/record_wire.c, how `run` hands a record to its session worker: a record
+/* Unit tests of src/replay/record_wire.c, how `run` hands a record to its session worker: a record
  * with every optional part (row starts, padding, page tables, engine indices, metadata) comes
  * back field for field and byte for byte, with its k, file and stem; a buffer one byte short or
  * long, or with a string missing its NUL, is refused; a record past RECORD_WIRE_MAX_BYTES is not

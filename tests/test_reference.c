@@ -24,7 +24,7 @@
 
 static uint64_t test_seed;
 
-/* ---- the oracle: written independently of src/reference.c ---- */
+/* ---- the oracle: written independently of src/reference/reference.c ---- */
 
 /* The IEEE-754 totalOrder predicate on the bits, restated: compare sign first, then the
  * magnitude, reversed for negatives. Returns >0 when a ranks above b. */

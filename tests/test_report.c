@@ -1,4 +1,4 @@
-/* Unit tests of src/report.c on hand-made outputs, no GPU: output hashes against SHA-256 of
+/* Unit tests of src/report/report.c on hand-made outputs, no GPU: output hashes against SHA-256 of
  * bytes laid out by hand, distinct outputs and sets, violation totals and per-rep maxima,
  * flapping rows, the verdict cache (each distinct output checked once; reps recognised from their
  * row hashes give the same report as reps hashed in full), the time breakdown's arithmetic, the

@@ -1,13 +1,13 @@
-/* Unit tests of the synthetic families and their portable generator (src/synth.c,
+/* Unit tests of the synthetic families and their portable generator (src/capture/synth.c,
  * docs/SYNTH.md).
  *
  * The golden digests below were computed once, on x86-64 Linux, from the generator as it is
  * specified in docs/SYNTH.md. They are a portability regression test: the generator uses only
  * correctly rounded IEEE-754 operations, so every conforming machine must reproduce them. A
- * mismatch means the bytes of a family changed (then bump SYNTH_GENERATOR in src/synth.c,
+ * mismatch means the bytes of a family changed (then bump SYNTH_GENERATOR in src/capture/synth.c,
  * regenerate captures/ and update these digests in the same change) or the platform does not
  * do IEEE arithmetic as the build expects (-ffp-contract=off, no x87 excess precision). */
-/* The reference polar method below must round like src/synth.c (no fused multiply-add). */
+/* The reference polar method below must round like src/capture/synth.c (no fused multiply-add). */
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #endif

@@ -1,4 +1,4 @@
-/* The tally queue (src/tally_queue.h): outputs added on its thread beside the reps give the
+/* The tally queue (src/replay/tally_queue.h): outputs added on its thread beside the reps give the
  * entry that adding them in the rep gives, times aside; its failures come back; its slots are
  * reused when every one is taken. */
 #include <setjmp.h>
@@ -83,7 +83,7 @@ static cJSON *entry_without_timing(const struct backend_result *result,
     return entry;
 }
 
-/* In the rep, as src/replay.c did before the queue. */
+/* In the rep, as src/replay/replay.c did before the queue. */
 static void feed_in_rep(struct backend_result *result, struct check_context *checks,
                         const int32_t *outs, const int32_t *raws, bool prefilter)
 {
@@ -105,7 +105,7 @@ static void feed_in_rep(struct backend_result *result, struct check_context *che
     }
 }
 
-/* Through one queue per tally, as src/replay.c does now. */
+/* Through one queue per tally, as src/replay/replay.c does now. */
 static void feed_queued(struct backend_result *result, struct check_context *checks,
                         const int32_t *outs, const int32_t *raws, bool prefilter)
 {

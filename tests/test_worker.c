@@ -1,4 +1,4 @@
-/* Unit tests of src/worker.c with plain CPU children (no GPU): results come back in task order
+/* Unit tests of src/replay/worker.c with plain CPU children (no GPU): results come back in task order
  * (also messages bigger than a pipe buffer), a hanging child is killed after the timeout and
  * the remaining tasks run in a fresh process, a child killed by SIGSEGV is a crash naming the
  * signal, a child that dies mid-message or exits without a result is a crash, a child may ask

@@ -30,7 +30,7 @@ SECTION_PAGE_TABLE = 0x2
 SECTION_ENGINE_INDICES = 0x4
 ZLIB_MAX_RATIO = 1032
 
-# Limits (src/capture.h); a record outside them is refused by every reader.
+# Limits (src/capture/capture.h); a record outside them is refused by every reader.
 MAX_ROWS = 1 << 24
 MAX_ROW_STRIDE = 2**31 - 1
 MAX_K = 1 << 20

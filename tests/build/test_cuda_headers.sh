@@ -14,7 +14,7 @@ while [ ${#queue[@]} -gt 0 ]; do
     dir=$(dirname "$file")
     for name in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file"); do
         header=""
-        for candidate in "$dir/$name" "src/$name"; do
+        for candidate in "$dir/$name" src/*/"$name" kernels/"$name"; do
             if [ -f "$candidate" ]; then
                 header=$(realpath --relative-to=. "$candidate")
                 break

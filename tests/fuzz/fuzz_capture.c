@@ -1,4 +1,4 @@
-/* libFuzzer harness: the capture reader (src/capture.c) on arbitrary files.
+/* libFuzzer harness: the capture reader (src/capture/capture.c) on arbitrary files.
  *
  * Input: one mode byte, then a capture file image. The header CRC-32 and the payload SHA-256
  * stop almost every mutation at the first check, so the mode can repair them (as a writer

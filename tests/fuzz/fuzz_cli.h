@@ -1,4 +1,4 @@
-/* The command line as a fuzz target: src/main.c is compiled into the harness with
+/* The command line as a fuzz target: src/cli/main.c is compiled into the harness with
  * -Dmain=dsatopk_audit_main, so the harness calls the real dispatcher, global options, command
  * table and each command's own option parsing, in-process.
  *

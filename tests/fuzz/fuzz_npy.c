@@ -1,4 +1,4 @@
-/* libFuzzer harness: the .npy reader (src/npy.c).
+/* libFuzzer harness: the .npy reader (src/capture/npy.c).
  *
  * Input: one mode byte, then a .npy file image. Bit 0 of the mode reads it as a file
  * (npy_read_file on an in-memory file: the path, hash and provenance code), else it is parsed

@@ -1,4 +1,4 @@
-/* libFuzzer harness: option parsing, through the real dispatcher (src/main.c) and commands.
+/* libFuzzer harness: option parsing, through the real dispatcher (src/cli/main.c) and commands.
  *
  * Input: text lines. The first line picks the mode, the others are the arguments.
  *

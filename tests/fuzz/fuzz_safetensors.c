@@ -1,4 +1,4 @@
-/* libFuzzer harness: the .safetensors reader and the array-file loader (src/safetensors.c).
+/* libFuzzer harness: the .safetensors reader and the array-file loader (src/capture/safetensors.c).
  *
  * Input: one mode byte, a tensor name up to the first NUL (may be empty), then the file image.
  *   mode bit 0 clear: safetensors_parse in memory, selecting the name (NULL when empty, which

@@ -9,7 +9,7 @@
 #include "npy.h"
 
 /* Aborts (fuzz_violation) when tensor, parsed from bytes[0, size), breaks a promise of
- * src/npy.h: data inside the input, elements = product of the shape, conversions exact. */
+ * src/capture/npy.h: data inside the input, elements = product of the shape, conversions exact. */
 void fuzz_check_tensor(const struct host_tensor *tensor, const uint8_t *bytes, size_t size);
 
 #endif

@@ -2,7 +2,7 @@
  *
  * In the spirit of dav1d's tests/checkasm: every backend in topk_backend_table runs on inputs
  * built here from one printed seed, and its output is held to exactly what its table entry
- * claims, judged by the same contract checks the `run` command uses (src/checks.h):
+ * claims, judged by the same contract checks the `run` command uses (src/verdict/checks.h):
  * - gpu_to_gpu backends (bitonic, sort): bytes equal to the CPU reference;
  * - exact_set backends: the reference's score multiset on every row, plus their tie and order
  *   claims (filtered-det: smallest-index ties, index ascending);

@@ -1,5 +1,5 @@
 /* GPU test of the pre-filter's row hashes (kernels/output_hash.cu) against their host twin
- * (hash_output_rows64 in src/hash.c): `run` counts a rep as a known output when the device's row
+ * (hash_output_rows64 in src/common/hash.c): `run` counts a rep as a known output when the device's row
  * hashes equal those the host kept, so the two must agree bit for bit, for every shape `run`
  * meets: one row or many, k of 1, not a multiple of the block, larger than the block, with and
  * without a raw output, outputs holding -1 padding and poison slots (0xA5A5A5A5).

@@ -70,7 +70,7 @@ json_check "$R" "all(b['host_work']['outputs_hashed'] + b['host_work']['reps_mat
     "pre-filter: outputs copied = hashed = checked (the new ones), the other reps matched on the GPU"
 json_check "$R" "all(b['host_work']['outputs_hashed'] == 1 and b['host_work']['reps_matched_on_gpu'] == 4 for b in $DETERMINISTIC)" \
     "pre-filter: bitonic and sort copy and hash one output of 5 reps"
-# The host work of new outputs runs beside the reps (src/tally_queue.h): the entry's time shows
+# The host work of new outputs runs beside the reps (src/replay/tally_queue.h): the entry's time shows
 # only the wait for it, host_work its whole time.
 json_check "$R" "all(b['host_work']['beside_reps'] and b['host_work']['hash_ms'] > 0 and b['time_breakdown_ms']['hash_ms'] + b['time_breakdown_ms']['check_ms'] <= b['host_work']['hash_ms'] + b['host_work']['check_ms'] + 1.0 for b in $OK_ENTRIES)" \
     "host work beside the reps: each entry waited at most its whole time"

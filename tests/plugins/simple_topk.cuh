@@ -1,4 +1,4 @@
-/* A simple, deterministic top-k kernel for the test plugins, written against src/plugin.h only
+/* A simple, deterministic top-k kernel for the test plugins, written against src/replay/plugin.h only
  * (no header of the auditor's kernels), as a user's shim would be.
  *
  * One 256-thread block per row:

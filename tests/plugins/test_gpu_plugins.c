@@ -1,6 +1,6 @@
 /* GPU test of the test plugins (suite gpu; exit 77 without a CUDA device): each plugin is
- * loaded and replayed the way `run` replays a backend (src/replay.h: poisoned outputs, the
- * contract checks of src/checks.h, the verdict rules of src/report.h), each case in its own
+ * loaded and replayed the way `run` replays a backend (src/replay/replay.h: poisoned outputs, the
+ * contract checks of src/verdict/checks.h, the verdict rules of src/report/report.h), each case in its own
  * child process with a deadline, so that the faulty plugins show what they were built to show
  * without taking this program down:
  *   example_plugin  every synth family (ties, -inf, NaN, signed zeros, short rows, row starts,
@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../kernels/topk_backends.h"
+#include "topk_backends.h"
 #include "capture.h"
 #include "checks.h"
 #include "error.h"

@@ -1,4 +1,4 @@
-/* A record in one buffer, for the session worker of `run` (src/record_wire.h). */
+/* A record in one buffer, for the session worker of `run` (src/replay/record_wire.h). */
 #include "record_wire.h"
 
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  *
  * Everything here reads and writes JSON (cJSON); nothing calls CUDA, so every branch is
  * unit-tested on hand-made reports (tests/test_gate.c). The verdict rules are those of `run`
- * (verdict_rule_for, staging_model_for in src/report.c), applied to what a report recorded:
+ * (verdict_rule_for, staging_model_for in src/report/report.c), applied to what a report recorded:
  * gate never has the outputs themselves, only their hashes, counts and row lists. */
 #ifndef DSATOPK_GATE_H
 #define DSATOPK_GATE_H

@@ -529,7 +529,7 @@ struct rep_context {
 
 /* One timed rep: the poisoned launch under noise; with the pre-filter the output's row hashes
  * come back and, when they are an earlier output's, the rep is counted as that output; otherwise
- * the output is copied back into a slot of the tally queue (src/tally_queue.h), dumped, and
+ * the output is copied back into a slot of the tally queue (src/replay/tally_queue.h), dumped, and
  * handed over: its SHA-256, checks and tallying run beside the next reps. The noise goes on
  * meanwhile (keep_noise_queued): no rep waits for it (measured on the H200: docs/PERF.md "The
  * audit itself"). A device failure fills cause and sets *device_failed; a host failure (memory,

@@ -1,5 +1,5 @@
 /* Verdicts, the JSON report and the terminal table of `run` (docs/REPORT.md). No CUDA calls:
- * src/replay.c measures, this file accounts and judges. */
+ * src/replay/replay.c measures, this file accounts and judges. */
 #include "report.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
 /* merge: joins the shard reports of `run --shard I/N` into one report (docs/REPORT.md
- * "Sharding"). The joining lives in src/gate.c (gate_merge_reports). */
+ * "Sharding"). The joining lives in src/gate/gate.c (gate_merge_reports). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* census: per record and k, how determined the top-k selection of the captured scores is
  * (tie sets at the boundary, exact-zero plateaus, gaps, predicted staging overflow), before any
- * kernel runs. The numbers come from census_record_json (src/census.c); this file reads the
+ * kernel runs. The numbers come from census_record_json (src/reference/census.c); this file reads the
  * captures, assembles one document (schema "dsatopk-audit/census", version 1, described in
  * docs/REFERENCE.md) and renders it as JSON or as a table. */
 #include <getopt.h>

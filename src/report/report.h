@@ -4,7 +4,7 @@
  * Everything here is host code with no CUDA calls, so it is unit-tested on hand-made outputs:
  * - struct output_tally accumulates the outputs of the reps of one record x backend (hashes,
  *   distinct outputs and sets, violation totals and per-rep maxima, flapping rows, times);
- *   src/replay.c feeds it one rep at a time;
+ *   src/replay/replay.c feeds it one rep at a time;
  * - report_verdict() judges a backend_result by the level its backend claims, through the one
  *   rule table (verdict_rule_for, staging_model_for) that `gate` reuses;
  * - report_* build the report object record by record, so a run that stops early still writes
@@ -19,7 +19,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../kernels/topk_backends.h"
+#include "topk_backends.h"
 #include "capture.h"
 #include "census.h"
 #include "checks.h"
@@ -99,7 +99,7 @@ struct output_tally {
     uint32_t *row_max_positions_differing;
     uint32_t *row_max_indices_differing;
     int32_t *sort_scratch;          /* k entries: the calling thread's row-sort scratch */
-    /* The host work of the new distinct output being added (src/report.c "output_work"), kept
+    /* The host work of the new distinct output being added (src/report/report.c "output_work"), kept
      * from one output to the next; allocated with the first output. */
     int32_t *work_sorted;           /* rows * k: its rows that differ from the baseline, sorted */
     const int32_t **work_sorted_rows; /* per row: its sorted row (work_sorted or baseline_sorted) */
@@ -115,7 +115,7 @@ struct output_tally {
     double hash_ms, check_ms;
     uint32_t outputs_hashed, outputs_checked, gpu_hash_matches;
     size_t row_hash_bytes;          /* kept in distinct[].row_hashes, at most the budget */
-    /* Set by src/tally_queue.c when the outputs were added on its thread beside the reps: then
+    /* Set by src/replay/tally_queue.c when the outputs were added on its thread beside the reps: then
      * hash_ms and check_ms are that thread's time, and beside_wait_ms is what the reps waited
      * for it (the part time_breakdown_ms shows). */
     bool beside_reps;
@@ -158,7 +158,7 @@ int output_tally_add_hashed(struct output_tally *tally, const int32_t *out, cons
 bool output_tally_add_if_known(struct output_tally *tally, const uint64_t *row_hashes,
                                double time_us);
 /* Counts one more rep as the distinct output distinct (an index into tally->distinct): what
- * output_tally_add_if_known does once it has found the output (src/tally_queue.c finds it by
+ * output_tally_add_if_known does once it has found the output (src/replay/tally_queue.c finds it by
  * itself). False, changing nothing, when the tally is full or there is no such output. */
 bool output_tally_add_repeat(struct output_tally *tally, uint32_t distinct, double time_us);
 void output_tally_release(struct output_tally *tally);
@@ -245,7 +245,7 @@ struct backend_result {
     enum backend_status status;
     char reason[AUDIT_ERROR_MESSAGE_BYTES];
     size_t scratch_bytes;
-    struct time_breakdown time;  /* filled by src/replay.c, hash_ms and check_ms excepted */
+    struct time_breakdown time;  /* filled by src/replay/replay.c, hash_ms and check_ms excepted */
     bool gpu_prefilter;          /* reps were recognised by their GPU row hashes when possible */
     uint32_t outputs_copied;     /* eager and graph reps whose outputs were copied back */
     struct output_tally eager;

@@ -1,4 +1,4 @@
-/* The command table: one file per command (src/cmd_*.c), one line each in src/main.c. */
+/* The command table: one file per command (src/cli/cmd_*.c), one line each in src/cli/main.c. */
 #ifndef DSATOPK_CLI_H
 #define DSATOPK_CLI_H
 
@@ -8,7 +8,7 @@ struct cli_command {
     const char *name;
     const char *summary;  /* one line for `dsatopk-audit help` */
     const char *usage;    /* full text for `dsatopk-audit help NAME` and `NAME --help` */
-    /* argv[0] is the command name; returns a documented exit code (src/error.h). */
+    /* argv[0] is the command name; returns a documented exit code (src/common/error.h). */
     int (*run)(int argc, char **argv);
 };
 

@@ -1,5 +1,5 @@
 /* dsatopk-audit: a thin command-line front over the library in src/ and kernels/.
- * Each command lives in its own src/cmd_*.c; this file only dispatches and prints help. */
+ * Each command lives in its own src/cli/cmd_*.c; this file only dispatches and prints help. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* Arrays read from NumPy `.npy` files, and the host tensor that both array readers (this one and
- * src/safetensors.h) fill: its dtype, shape and raw little-endian elements, where it came from,
+ * src/capture/safetensors.h) fill: its dtype, shape and raw little-endian elements, where it came from,
  * and the exact conversions to the capture's fp32 scores and int32 index arrays.
  *
  * Supported `.npy`: format versions 1.0, 2.0 and 3.0; C order; descr '<f4', '<f2', '<i4', '<i8'.

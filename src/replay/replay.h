@@ -2,7 +2,7 @@
  *
  * Host C that calls the CUDA runtime directly. The device is opened once per run (streams,
  * events, noise buffers); a record is uploaded once and shared by every backend; each backend's
- * reps fill a struct backend_result (src/report.h) through an output_tally. Nothing here builds
+ * reps fill a struct backend_result (src/report/report.h) through an output_tally. Nothing here builds
  * JSON or decides a verdict.
  *
  * Errors: a CUDA or launch error, or device memory running out, becomes the backend's status
@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../kernels/topk_backends.h"
+#include "topk_backends.h"
 #include "capture.h"
 #include "checks.h"
 #include "error.h"

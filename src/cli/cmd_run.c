@@ -1,7 +1,7 @@
 /* run: replays every selected capture record on every selected backend, reps times, under a
  * noisy sibling stream; writes the JSON report and prints one table line per record x backend
- * (docs/REPORT.md). This file parses options and drives: src/replay.c does the GPU work,
- * src/report.c the accounting, verdicts, JSON and table. */
+ * (docs/REPORT.md). This file parses options and drives: src/replay/replay.c does the GPU work,
+ * src/report/report.c the accounting, verdicts, JSON and table. */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -126,7 +126,7 @@ struct run_options {
     const char *devices_text;
     uint32_t shard_index, shard_count; /* shard_count 0: no --shard */
     const char *baseline_out;
-    const char *html_out; /* --html: the report drawn as one HTML page (src/html_report.h) */
+    const char *html_out; /* --html: the report drawn as one HTML page (src/report/html_report.h) */
     bool graph, batch_invariance, quiet;
     bool gpu_prefilter;   /* off: --no-gpu-prefilter (also off with --dump-outputs) */
     enum table_format format;
@@ -791,7 +791,7 @@ static int add_device_pass(struct run_state *state, const struct record_result *
 
 /* ---- the worker of one record --------------------------------------------------------------- */
 
-/* One record's GPU work: task i replays backend i in a worker process (src/worker.h). The
+/* One record's GPU work: task i replays backend i in a worker process (src/replay/worker.h). The
  * worker inherits everything here through fork: the record, its checks and census. */
 struct record_job {
     struct run_state *state;
@@ -994,7 +994,7 @@ static int record_worker_main(struct worker_channel *channel, size_t first, void
  * all the kernels of a 25-rep audit of a large record; a worker forked per record paid it every
  * time. The session worker is forked once per device pass, starts CUDA while the main process
  * reads the first record, and replays record after record: each is sent to it whole
- * (src/record_wire.h, through the session's socket), and it prepares the checks and the census of
+ * (src/replay/record_wire.h, through the session's socket), and it prepares the checks and the census of
  * each again for its own judging (the main process has its own for the report). A crash, hang or
  * poisoned context ends it like a per-record worker, and a fresh one takes the rest. */
 
@@ -1742,7 +1742,7 @@ static int run_run(int argc, char **argv)
     context.k_override = options.k_override;
     context.backends = options.backend_names;
     context.backend_count = options.backend_count;
-    /* Dumps need every output whole, so they turn the pre-filter off (src/replay.h). */
+    /* Dumps need every output whole, so they turn the pre-filter off (src/replay/replay.h). */
     context.gpu_prefilter = options.gpu_prefilter && !options.dump_dir;
 
     /* SIGINT and SIGTERM from here on: the workers are stopped and the report is written. */

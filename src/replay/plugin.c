@@ -1,4 +1,4 @@
-/* The plugin loader (src/plugin.h, docs/PLUGIN.md): dlopen, the ABI and field checks, and the
+/* The plugin loader (src/replay/plugin.h, docs/PLUGIN.md): dlopen, the ABI and field checks, and the
  * adapter that presents a plugin as a struct topk_backend.
  *
  * struct topk_backend's callbacks carry no user pointer, so each of the PLUGIN_MAX_LOADED slots
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../kernels/topk_backends.h"
+#include "topk_backends.h"
 #include "error.h"
 #include "hash.h"
 #include "plugin.h"
@@ -274,7 +274,7 @@ static int check_description(const char *path, const struct dsatopk_plugin *plug
     if (plugin->abi_version != DSATOPK_PLUGIN_ABI_VERSION)
         return audit_fail(err, AUDIT_EDATA,
                           "plugin %s: ABI version %u, but this dsatopk-audit loads version %u "
-                          "(rebuild the plugin against its src/plugin.h)",
+                          "(rebuild the plugin against its src/replay/plugin.h)",
                           path, plugin->abi_version, DSATOPK_PLUGIN_ABI_VERSION);
     if (!plugin->name)
         return audit_fail(err, AUDIT_EDATA, "plugin %s: field 'name' is NULL", path);

@@ -1,6 +1,6 @@
 /* gate: compares reports from other GPUs, machines or drivers with a golden baseline, by the
  * level each backend claims, under an optional policy; prints what fails and why, writes a
- * JSON verdict (docs/GATE.md). The judging lives in src/gate.c. */
+ * JSON verdict (docs/GATE.md). The judging lives in src/gate/gate.c. */
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>

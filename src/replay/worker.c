@@ -1,4 +1,4 @@
-/* Worker processes, their pipes and the watchdog (src/worker.h). */
+/* Worker processes, their pipes and the watchdog (src/replay/worker.h). */
 #include "worker.h"
 
 #include <errno.h>

@@ -27,7 +27,7 @@
 unsigned host_threads_count(size_t work_items, size_t items_per_thread);
 
 /* Whether DSATOPK_HOST_THREADS asks for the sequential path (1): host work that would otherwise
- * run on a thread of its own (src/tally_queue.h) then runs on the calling thread. */
+ * run on a thread of its own (src/replay/tally_queue.h) then runs on the calling thread. */
 bool host_threads_sequential(void);
 
 /* Runs work(argument, slot) on threads threads at once (slot 0 on the calling thread, slots 1..

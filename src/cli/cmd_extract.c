@@ -1,7 +1,7 @@
 /* extract: writes a minimal reproducer: the chosen rows of the chosen records of a capture, each
  * record's metadata kept and its provenance added under "extracted_from" (docs/TRIAGE.md).
  * Rows come from --records/--rows or from a run report (--from-report): the rows that flapped
- * or were wrong there. Row copying is selection_extract_rows (src/selection.c). */
+ * or were wrong there. Row copying is selection_extract_rows (src/triage/selection.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>

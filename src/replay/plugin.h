@@ -10,7 +10,7 @@
  *    version; abi_version stays the first member of struct dsatopk_plugin in every version, so
  *    the loader can refuse a plugin of another version before reading anything else.
  *
- * 2. The loader (src/plugin.c), used by the commands: dlopen, checks, and an adapter that
+ * 2. The loader (src/replay/plugin.c), used by the commands: dlopen, checks, and an adapter that
  *    presents the plugin as a struct topk_backend. Plugins do not need this part; it only
  *    declares functions and names two structs by pointer. */
 #ifndef DSATOPK_PLUGIN_H

@@ -1,5 +1,5 @@
 /* import: builds one capture record from .npy / .safetensors arrays (docs/TRIAGE.md "import").
- * The arrays are read by src/npy.c and src/safetensors.c, checked against each other here
+ * The arrays are read by src/capture/npy.c and src/capture/safetensors.c, checked against each other here
  * (shapes, windows inside the rows), converted exactly to the capture's fp32 / int32, and the
  * record is checked once more by capture_record_validate before it is written. */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* gate, baselines, merge and the cross-device block (docs/GATE.md, docs/REPORT.md). JSON in,
- * JSON out: the verdict rules come from src/report.c (verdict_rule_for, staging_model_for). */
+ * JSON out: the verdict rules come from src/report/report.c (verdict_rule_for, staging_model_for). */
 #include "gate.h"
 
 #include <ctype.h>

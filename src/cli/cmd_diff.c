@@ -1,6 +1,6 @@
 /* diff: attributes the divergence between two captures of the same calls (two runs of an engine)
  * to the scores (upstream of the selection) or to the selection kernel, record by record and
- * row by row. The per-row logic is diff_row_compare (src/selection.c); this file pairs records,
+ * row by row. The per-row logic is diff_row_compare (src/triage/selection.c); this file pairs records,
  * counts cases and renders the table or the JSON (schema "dsatopk-audit/diff" version 1,
  * docs/TRIAGE.md). */
 #include <getopt.h>

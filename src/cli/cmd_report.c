@@ -1,5 +1,5 @@
 /* report: renders a run report (and optionally a gate verdict) as one self-contained HTML page.
- * The drawing lives in src/html_report.c; this file reads and checks the inputs and maps errors
+ * The drawing lives in src/report/html_report.c; this file reads and checks the inputs and maps errors
  * to exit codes. */
 #include <getopt.h>
 #include <stdbool.h>

@@ -1,4 +1,4 @@
-/* Small SVG plotting helpers for the HTML report (src/html_report.c): a growable text buffer
+/* Small SVG plotting helpers for the HTML report (src/report/html_report.c): a growable text buffer
  * with HTML escaping, a bar chart over labelled bins (log-binned histograms), a log-scale axis
  * with 1-2-5 ticks and a range plot on it, and a rows x columns heat map.
  *
