@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """normalize_document.py FILE...: prints one line per JSON document, "SHA256  NAME", the digest
-of its content with what changes from run to run left out: every "context" object (time, host,
-tool version, command line), keys that hold a duration or a time (ending in _ms or _us, utc_time,
-generated_utc) and absolute paths of the temporary directory (TMP in the environment).
+of its content with what changes from run to run left out: every "context" object, the keys
+that name the time, host, tool version or command line wherever they stand, keys that hold a
+duration (ending in _ms or _us) and absolute paths of the temporary directory (TMP in the environment).
 The digests pin the documents that `run`, `census`, `diff`, `gate`, `merge` and `baseline` write
 (tests/cli/test_documents.sh): a refactoring must leave them unchanged.
 With --dump DIR, also writes each normalized document (sorted keys, indented) to DIR/NAME for a
@@ -12,13 +12,14 @@ import json
 import os
 import sys
 
-TIME_KEYS = {"utc_time", "generated_utc", "time_utc", "now"}
+VARYING_KEYS = {"utc_time", "generated_utc", "time_utc", "now", "command_line", "tool_version",
+                "version_string", "git_revision", "host"}
 
 
 def normalize(value, tmp):
     if isinstance(value, dict):
         return {key: normalize(item, tmp) for key, item in value.items()
-                if key != "context" and key not in TIME_KEYS
+                if key != "context" and key not in VARYING_KEYS
                 and not key.endswith("_ms") and not key.endswith("_us")}
     if isinstance(value, list):
         return [normalize(item, tmp) for item in value]
