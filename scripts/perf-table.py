@@ -10,8 +10,11 @@ Files are read in order: a backend measured in two files keeps the later file's 
 the HBM floor of the first result that has one."""
 import argparse
 import json
-import math
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_json import ratio_summary, shape_key, shape_order  # noqa: E402
 
 
 def load(path):
@@ -43,7 +46,7 @@ def main():
     table = {}
     floors = {}
     for item in results:
-        key = (item["family"], item["rows"], item["length"], item["k"])
+        key = shape_key(item)
         if item["backend"] not in backends:
             backends.append(item["backend"])
         if "hbm_floor_us" in item:
@@ -59,7 +62,7 @@ def main():
     print("| family | B x L | k | HBM floor us | " + " | ".join(backends + ratio_names) + " |")
     print("| --- | --- | --- | --- | " + " | ".join("---" for _ in backends + ratio_names) + " |")
     ratios = [[] for _ in args.ratio]
-    for key in sorted(table, key=lambda k: (k[0], k[1] * k[2], k[1], k[3])):
+    for key in sorted(table, key=shape_order):
         family, rows, length, k = key
         floor = f"{floors[key]:.2f}" if key in floors else "-"
         row = table[key]
@@ -77,11 +80,7 @@ def main():
     for name, pairs in zip(ratio_names, ratios):
         if not pairs:
             continue
-        geomean = math.exp(sum(math.log(r) for r, _ in pairs) / len(pairs))
-        low, high = min(pairs), max(pairs)
-        print(f"\n{name}: geomean {geomean:.3f} over {len(pairs)} shapes, "
-              f"lowest {low[0]:.3f} ({low[1][0]} {low[1][1]} x {low[1][2]} k {low[1][3]}), "
-              f"highest {high[0]:.3f} ({high[1][0]} {high[1][1]} x {high[1][2]} k {high[1][3]})")
+        print(f"\n{name}: " + ratio_summary(pairs))
 
 
 if __name__ == "__main__":
