@@ -8,9 +8,11 @@ listed apart and left out of the summary.
 Usage: scripts/bench-compare.py [--backend NAME] BASELINE.json OTHER.json [OTHER.json ...]"""
 import argparse
 import json
-import math
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_json import ratio_summary, shape_key, shape_order  # noqa: E402
 
 
 def load(path, backend):
@@ -21,8 +23,7 @@ def load(path, backend):
     for item in results:
         if item.get("backend") != backend:
             continue
-        key = (item["family"], item["rows"], item["length"], item["k"])
-        table[key] = item["median_us"] if item.get("status") == "ok" else item.get("status", "?")
+        table[shape_key(item)] = item["median_us"] if item.get("status") == "ok" else item.get("status", "?")
     return table
 
 
@@ -46,7 +47,7 @@ def main():
     print("| --- | --- | --- | " + " | ".join("---" for _ in range(2 * len(names) - 1)) + " |")
     ratios = [[] for _ in names[1:]]
     skipped = []
-    for key in sorted(tables[0], key=lambda k: (k[0], k[1] * k[2], k[1], k[3])):
+    for key in sorted(tables[0], key=shape_order):
         values = [table.get(key, "missing") for table in tables]
         if not all(isinstance(v, float) for v in values):
             skipped.append((key, values))
@@ -63,11 +64,7 @@ def main():
         if not pairs:
             print(f"{name}: no shape measured in both")
             continue
-        geomean = math.exp(sum(math.log(r) for r, _ in pairs) / len(pairs))
-        best, worst = min(pairs), max(pairs)
-        print(f"{name} / {names[0]}: geomean {geomean:.3f} over {len(pairs)} shapes, "
-              f"best {best[0]:.3f} ({best[1][0]} {best[1][1]} x {best[1][2]} k {best[1][3]}), "
-              f"worst {worst[0]:.3f} ({worst[1][0]} {worst[1][1]} x {worst[1][2]} k {worst[1][3]})")
+        print(f"{name} / {names[0]}: " + ratio_summary(pairs, "best", "worst"))
     for key, values in skipped:
         print(f"not compared: {key[0]} {key[1]} x {key[2]} k {key[3]}: {values}")
 

@@ -3,7 +3,8 @@
 # cubin), and with NVDISASM=path/to/nvdisasm the instructions of one kernel per source function
 # and line (nvdisasm is not in Debian's CUDA packages here; the pip wheel
 # nvidia-cuda-nvdisasm has it). Why: the cluster kernel's code runs once per CTA, so it is
-# fetched cold, and instruction fetch was its largest stall (docs/PERF.md v0.6.4).
+# fetched cold, and instruction fetch has been its largest stall (docs/PERF.md "What limits
+# `bitonic` now").
 # Usage: scripts/kernel-codesize.sh [KERNEL_SYMBOL [-- NVCC_ARGS...]]
 #   e.g. NVDISASM=/tmp/nvdisasm scripts/kernel-codesize.sh \
 #            _Z14k_cluster_topkILj64ELj0EEv12topk_problemjj

@@ -1,4 +1,4 @@
-/* SHA-256 helpers for output, set and score hashes (libsodium, or the x86 SHA extensions). */
+/* SHA-256 helpers for output, set and score hashes (libsodium's crypto_hash_sha256). */
 #ifndef DSATOPK_HASH_H
 #define DSATOPK_HASH_H
 
@@ -8,18 +8,9 @@
 #define HASH_BYTES 32
 #define HASH_HEX_BYTES 65
 
-/* sodium_init once, and the choice of SHA-256 code: the x86 SHA extensions where the CPU has
- * them, else libsodium (DSATOPK_SHA256=libsodium forces libsodium). 0 on success. */
+/* Starts libsodium (sodium_init); call once at start-up. 0 on success, -1 if it cannot. */
 int hash_init(void);
 
-enum hash_sha256_code {
-    HASH_SHA256_LIBSODIUM,
-    HASH_SHA256_SHA_NI,
-};
-/* Switches the SHA-256 code (tests, benchmarks). -1: this CPU has no SHA extensions. */
-int hash_sha256_use(enum hash_sha256_code code);
-/* "sha-ni" or "libsodium": the code in use. */
-const char *hash_sha256_code_name(void);
 void hash_bytes(const void *data, size_t size, uint8_t digest[HASH_BYTES]);
 void hash_to_hex(const uint8_t digest[HASH_BYTES], char hex[HASH_HEX_BYTES]);
 
