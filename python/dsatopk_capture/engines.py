@@ -55,8 +55,18 @@ def _warn_once(site, error):
 
 def _refuse(hook, site, error):
     """A call whose arrays could not even be assembled: counted as offered and refused."""
-    hook._count_refused_call()
+    hook._count_unoffered("refused")
     _warn_once(site, error)
+
+
+def _graph_capture(hook, *tensors):
+    """True (and the call counted) inside CUDA graph capture: the wrapper then does nothing,
+    not even the arithmetic on lengths, which would be captured into the engine's graph."""
+    arrays = {str(i): t for i, t in enumerate(tensors)}
+    if staging.capturing_graph(arrays):
+        hook._count_unoffered("skipped_graph")
+        return True
+    return False
 
 
 def _offer(hook, site, scores, lengths, k, row_starts=None, engine_indices=None, **metadata):
@@ -194,6 +204,8 @@ def install_vllm(hook, ops=None, torch_ops=None, indexer=None):
                               stride0, stride1, topk_tokens):
         result = prefill(logits, cu_seqlen_ks, cu_seqlen_ke, raw_topk_indices, num_rows,
                          stride0, stride1, topk_tokens)
+        if _graph_capture(hook, logits):
+            return result
         n = int(num_rows)
         _offer(hook, "vllm.top_k_per_row_prefill", logits[:n],
                cu_seqlen_ke[:n] - cu_seqlen_ks[:n], topk_tokens,
@@ -207,6 +219,8 @@ def install_vllm(hook, ops=None, torch_ops=None, indexer=None):
                              stride1, topk_tokens):
         result = decode(logits, next_n, seq_lens, raw_topk_indices, num_rows, stride0, stride1,
                         topk_tokens)
+        if _graph_capture(hook, logits):
+            return result
         n = int(num_rows)
         try:
             lengths = decode_lengths(seq_lens, n, int(next_n))
@@ -247,6 +261,8 @@ def _wrap_radix_decode(hook, name, original):
     @functools.wraps(original)
     def wrapper(logits, seq_lens, topk_indices, workspace, topk_tokens, max_seq_len):
         result = original(logits, seq_lens, topk_indices, workspace, topk_tokens, max_seq_len)
+        if _graph_capture(hook, logits):
+            return result
         rows = int(logits.shape[0])
         flat = int(seq_lens.reshape(-1).shape[0])
         try:

@@ -231,6 +231,9 @@ class CaptureHook:
                     arrays[name] = staging.as_described(name, value)
             k, page_size = check_call(arrays, k, page_size, allow_k_over_row)
             check_call_metadata(metadata)
+            if staging.capturing_graph(arrays):
+                self._count("skipped_graph")
+                return False
             merged = self._call_metadata(metadata)
             with self._mutex:
                 keep = self.sampler.keep(merged)
@@ -239,9 +242,6 @@ class CaptureHook:
             if isinstance(error, CaptureInputError):
                 raise
             raise CaptureInputError(str(error)) from None
-        if staging.capturing_graph(arrays):
-            self._count("skipped_graph")
-            return False
         if not keep:
             self._count("sampled_out")
             return False
@@ -280,11 +280,12 @@ class CaptureHook:
         with self._mutex:
             self._counts[name] += 1
 
-    def _count_refused_call(self):
-        """A call refused before its arrays could be offered (engine wrappers)."""
+    def _count_unoffered(self, counter):
+        """A call the engine wrappers counted without offering its arrays: "refused" (they could
+        not be assembled) or "skipped_graph" (CUDA graph capture)."""
         with self._mutex:
             self._counts["calls"] += 1
-            self._counts["refused"] += 1
+            self._counts[counter] += 1
 
     def _reserve(self, nbytes):
         """Takes room for one call in the queue; False (the call dropped and counted) when

@@ -144,7 +144,8 @@ class CudaStager:
 
     def stage(self, staged, arrays, rows_step):
         torch = torch_module()
-        device = arrays["scores"].device
+        device = next(v.device for v in arrays.values()
+                      if v is not None and is_tensor(v) and v.is_cuda)
         current = torch.cuda.current_stream(device)
         side = self._streams.get(device)
         if side is None:
@@ -166,9 +167,11 @@ class CudaStager:
                     source = source[::rows_step]
                 host = torch.empty(tuple(source.shape), dtype=source.dtype, pin_memory=True)
                 host.copy_(source, non_blocking=True)
-                # The engine may free its tensor now: its memory is not reused before the
-                # copy queued on the side stream has run.
-                value.record_stream(side)
+                if not self.guard:
+                    # The engine may free its tensor now: the allocator must not hand its memory
+                    # out again before the copy queued on the side stream has run. (With the
+                    # guard, any later use on the engine's stream already waits for the copy.)
+                    value.record_stream(side)
                 staged.arrays[name] = host
             done = torch.cuda.Event()
             done.record(side)
