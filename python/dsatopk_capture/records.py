@@ -59,8 +59,18 @@ class CaptureInputError(ValueError):
     an index outside int32, ...). The message names the array, the row and the fix."""
 
 
+class _ScoresShape:
+    @property
+    def rows(self):
+        return self.scores.shape[0]
+
+    @property
+    def row_stride(self):
+        return self.scores.shape[1]
+
+
 @dataclass
-class CaptureRecord:
+class CaptureRecord(_ScoresShape):
     index: int
     offset: int              # byte offset of the record header in its file
     k: int
@@ -78,17 +88,9 @@ class CaptureRecord:
     payload_sha256: str      # hex, of the stored payload bytes
     path: str = ""
 
-    @property
-    def rows(self):
-        return self.scores.shape[0]
-
-    @property
-    def row_stride(self):
-        return self.scores.shape[1]
-
 
 @dataclass
-class PreparedRecord:
+class PreparedRecord(_ScoresShape):
     """The arrays of one record, checked against the consistency rules and limits, in the
     dtypes and layout they are stored in (C order, little-endian)."""
     scores: np.ndarray                       # <f4 (rows, row_stride)
@@ -99,14 +101,6 @@ class PreparedRecord:
     page_table: Optional[np.ndarray] = None
     page_table_row_starts: Optional[np.ndarray] = None
     engine_indices: Optional[np.ndarray] = None
-
-    @property
-    def rows(self):
-        return self.scores.shape[0]
-
-    @property
-    def row_stride(self):
-        return self.scores.shape[1]
 
     @property
     def sections(self):
@@ -248,19 +242,21 @@ def raw_payload_bytes(record, metadata_length):
     return FIXED_PART_BYTES + metadata_length + 4 * record.rows * words_per_row
 
 
-def encode_prepared(record, metadata=None, compress=False, level=ZLIB_LEVEL):
-    """The bytes of one record (header and stored payload) from a PreparedRecord."""
+def encode_parts(record, metadata=None, compress=False, level=ZLIB_LEVEL):
+    """The header (bytes) and the stored payload (a buffer) of one record from a
+    PreparedRecord. The payload is assembled in one uninitialised buffer that every byte of the
+    layout overwrites, and the two parts are not joined: zero-filling and joining tens of MiB
+    would hold the GIL, and the writer appends the parts with one writev."""
     text = metadata_bytes(metadata)
     size = raw_payload_bytes(record, len(text))
     if size > MAX_PAYLOAD_BYTES:
         raise CaptureInputError(f"payload of {size} bytes, over the limit {MAX_PAYLOAD_BYTES}")
-    # One buffer filled in place: the scores are copied once, not once per join.
-    raw = bytearray(size)
+    raw = np.empty(size, np.uint8)
     cols = record.page_table.shape[1] if record.page_size else 0
     _FIXED.pack_into(raw, 0, record.rows, record.k, record.row_stride, record.sections,
-                     record.page_size, cols, len(text))
+                     record.page_size, cols, len(text))   # the reserved bytes are packed as 0
     cursor = FIXED_PART_BYTES
-    raw[cursor:cursor + len(text)] = text
+    raw[cursor:cursor + len(text)] = np.frombuffer(text, np.uint8)
     cursor += len(text)
     arrays = [record.lengths, record.row_starts, record.page_table_row_starts,
               record.page_table, record.engine_indices, record.scores]
@@ -268,19 +264,18 @@ def encode_prepared(record, metadata=None, compress=False, level=ZLIB_LEVEL):
         if array is None:
             continue
         end = cursor + array.nbytes
-        np.copyto(np.frombuffer(raw, dtype=array.dtype, count=array.size, offset=cursor)
-                  .reshape(array.shape), array, casting="no")
+        np.copyto(raw[cursor:end].view(array.dtype).reshape(array.shape), array, casting="no")
         cursor = end
-    if compress:
-        stored = zlib.compress(raw, level)
-    else:
-        stored = raw
+    stored = zlib.compress(raw, level) if compress else raw
     header = _HEADER.pack(MAGIC, FORMAT_MAJOR, FORMAT_MINOR, HEADER_FLAG_ZLIB if compress else 0,
-                          len(stored), size, hashlib.sha256(stored).digest(), 0)
-    out = bytearray(header)
-    out += struct.pack("<I", zlib.crc32(header))
-    out += stored
-    return out
+                          len(stored) if compress else size, size,
+                          hashlib.sha256(stored).digest(), 0)
+    return header + struct.pack("<I", zlib.crc32(header)), stored
+
+
+def encode_prepared(record, metadata=None, compress=False, level=ZLIB_LEVEL):
+    """The bytes of one record (header and stored payload) from a PreparedRecord."""
+    return b"".join(encode_parts(record, metadata, compress, level))
 
 
 def encode_record(scores, lengths, k, row_starts=None, page_table=None, page_size=0,
@@ -291,14 +286,21 @@ def encode_record(scores, lengths, k, row_starts=None, page_table=None, page_siz
     page_table_row_starts (rows,); optional engine_indices (rows, k); metadata a dict."""
     record = prepare_record(scores, lengths, k, row_starts, page_table, page_size,
                             page_table_row_starts, engine_indices)
-    return bytes(encode_prepared(record, metadata, compress, level))
+    return encode_prepared(record, metadata, compress, level)
 
 
-def write_all(fd, data):
-    """One write, continued only where the kernel wrote less."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+def write_all(fd, *parts):
+    """Writes the parts back to back with one writev, continued only where the kernel wrote
+    less."""
+    views = [memoryview(part).cast("B") for part in parts]
+    views = [view for view in views if view.nbytes]
+    while views:
+        written = os.writev(fd, views)
+        while views and written >= views[0].nbytes:
+            written -= views[0].nbytes
+            views.pop(0)
+        if views and written:
+            views[0] = views[0][written:]
 
 
 def append_record(path, scores, lengths, k, row_starts=None, page_table=None, page_size=0,

@@ -15,8 +15,8 @@ import os
 import queue
 import threading
 
-from .records import (CaptureInputError, check_tail, encode_prepared, prepare_indices,
-                      repair_tail, write_all)
+from .records import (CaptureError, CaptureInputError, check_tail, encode_parts,
+                      prepare_indices, repair_tail, write_all)
 
 log = logging.getLogger("dsatopk_capture")
 
@@ -57,7 +57,6 @@ class Appender:
             tail = check_tail(self.path)
             if not tail.clean:
                 if not (self.repair and tail.torn):
-                    from .records import CaptureError
                     raise CaptureError(tail.refusal(), tail.records, tail.good_bytes,
                                        tail.torn)
                 repair_tail(self.path)
@@ -96,9 +95,11 @@ class Appender:
                 break
         self._open()
 
-    def append(self, data):
-        """Appends one record; returns the path it went to. On a failed write the file is cut
-        back to its size before the write, so no partial record stays behind."""
+    def append(self, header, stored):
+        """Appends one record (its header and stored payload, with one writev); returns the path
+        it went to. On a failed write the file is cut back to its size before the write, so no
+        partial record stays behind."""
+        size = len(header) + memoryview(stored).nbytes
         if self._fd is None:
             self._open()
         self._lock()
@@ -106,14 +107,14 @@ class Appender:
             if self.lock or self.max_file_bytes:
                 self._size = os.fstat(self._fd).st_size
             if self.max_file_bytes and self._size and \
-                    self._size + len(data) > self.max_file_bytes:
+                    self._size + size > self.max_file_bytes:
                 self._unlock()
                 self._rotate()
                 self._lock()
                 self._size = os.fstat(self._fd).st_size
             before = self._size
             try:
-                write_all(self._fd, data)
+                write_all(self._fd, header, stored)
                 if self.fsync:
                     os.fsync(self._fd)
             except OSError:
@@ -122,7 +123,7 @@ class Appender:
                 except OSError:
                     pass
                 raise
-            self._size = before + len(data)
+            self._size = before + size
             return part_path(self.path, self.part)
         finally:
             self._unlock()
@@ -183,7 +184,7 @@ class Writer:
                 continue
             prepared, metadata = work
             if self.pool is not None:
-                encoded = self.pool.submit(encode_prepared, prepared, metadata, True, self.level)
+                encoded = self.pool.submit(encode_parts, prepared, metadata, True, self.level)
             else:
                 encoded = self._encode(item, prepared, metadata)
             pending.append((item, encoded))
@@ -193,7 +194,7 @@ class Writer:
 
     def _encode(self, item, prepared, metadata):
         try:
-            return encode_prepared(prepared, metadata, self.compress, self.level)
+            return encode_parts(prepared, metadata, self.compress, self.level)
         except Exception as error:  # noqa: BLE001 -- reported in stats, never kills the thread
             return error
 
@@ -226,8 +227,9 @@ class Writer:
                 encoded = encoded.result()
             if isinstance(encoded, Exception):
                 raise encoded
-            path = self.appender.append(encoded)
+            header, stored = encoded
+            path = self.appender.append(header, stored)
         except Exception as error:  # noqa: BLE001 -- reported in stats, never kills the thread
             hook._failed(item, f"call {item.call}: {type(error).__name__}: {error}")
             return
-        hook._written(item, len(encoded), path)
+        hook._written(item, len(header) + memoryview(stored).nbytes, path)

@@ -1,12 +1,10 @@
 """CaptureHook on numpy arrays: numbering, input checks, sampling, the bounded queue, rotation,
 the tail check, fork and exit."""
 
-import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 import warnings
@@ -196,9 +194,9 @@ class SlowDisk:
         self.seconds = seconds
         self.real = writer.write_all
 
-    def __call__(self, fd, data):
+    def __call__(self, fd, *parts):
         time.sleep(self.seconds)
-        return self.real(fd, data)
+        return self.real(fd, *parts)
 
 
 class Queue(HookTest):

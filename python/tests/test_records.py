@@ -7,8 +7,11 @@ import unittest
 
 import numpy as np
 
+from unittest import mock
+
 from dsatopk_capture import (CaptureError, CaptureInputError, append_record, check_tail,
                              encode_record, read_records, repair_tail)
+from dsatopk_capture import records as records_module
 
 FORMAT_MD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
                          "FORMAT.md")
@@ -102,6 +105,26 @@ class RoundTrip(Temp):
         append_record(path, np.ones((1, 4), np.float32), [4], 2)
         with self.assertRaisesRegex(ValueError, "tensors"):
             list(read_records(path, tensors="jax"))
+
+
+class PartialWrites(Temp):
+    def test_writev_continued_where_the_kernel_wrote_less(self):
+        real = os.writev
+        calls = []
+
+        def short_writev(fd, buffers):
+            calls.append(len(buffers))
+            data = b"".join(bytes(b) for b in buffers)[:7]
+            return real(fd, [data])
+
+        path = self.path("p.bin")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+        with mock.patch.object(records_module.os, "writev", short_writev):
+            records_module.write_all(fd, b"header:", np.arange(10, dtype=np.uint8), b"", b"end")
+        os.close(fd)
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), b"header:" + bytes(range(10)) + b"end")
+        self.assertEqual(len(calls), 3)
 
 
 class Refusals(unittest.TestCase):

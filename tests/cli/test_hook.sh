@@ -176,9 +176,8 @@ import os, sys, time
 import numpy as np
 from dsatopk_capture import CaptureHook, writer
 if len(sys.argv) > 2:
-    real = writer.write_all
-    def slow(fd, data):
-        view = memoryview(data)
+    def slow(fd, *parts):
+        view = memoryview(b"".join(parts))
         while view:
             time.sleep(0.002)
             view = view[os.write(fd, view[:65536]):]
@@ -248,13 +247,14 @@ json_check "$TMP/repaired.json" 'j["files"][0]["records"][-1]["offset_bytes"] ==
 cat >"$TMP/shared.py" <<'EOF'
 import os, sys, time
 import numpy as np
-from dsatopk_capture import CaptureHook
+from dsatopk_capture import CaptureHook, writer as writer_module
 path, writer, lock, barrier = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "lock", sys.argv[4]
-real_write = os.write
-def chunked_write(fd, data):
-    time.sleep(0.005)
-    return real_write(fd, bytes(data[:16384]))
-os.write = chunked_write
+def chunked(fd, *parts):
+    view = memoryview(b"".join(parts))
+    while view:
+        time.sleep(0.005)
+        view = view[os.write(fd, view[:16384]):]
+writer_module.write_all = chunked
 hook = CaptureHook(path, rank=writer, compress=False, lock=None if lock else False, block=True)
 assert hook.lock == lock
 while not os.path.exists(barrier):
