@@ -14,7 +14,8 @@ compression setting:
 
 The engine's buffers are overwritten in place after every capture (as engines reuse them), and
 every tenth capture is checked against a copy taken right after it, so a copy that read a buffer
-too late shows as a mismatch.
+too late shows as a mismatch. First, the SGLang and vLLM wrappers (dsatopk_capture.engines) run
+on the same kind of arrays through stand-ins with the engines' signatures, checked the same way.
 
 CUDA tensors when torch and a GPU are there, numpy arrays otherwise (or with --numpy). Needs
 only numpy (and torch for the GPU), with the package importable (PYTHONPATH=python, or the
@@ -230,6 +231,115 @@ def run_case(shape, level, arguments, use_cuda, directory):
     return case
 
 
+class Arrays:
+    """The few array operations the engine stand-ins need, on torch CUDA tensors or numpy."""
+
+    def __init__(self, use_cuda):
+        self.cuda = use_cuda
+        if use_cuda:
+            import torch
+            self.torch = torch
+
+    def scores(self, rows, cols, seed):
+        values = np.maximum(np.random.default_rng(seed).standard_normal((rows, cols)), 0)
+        return self.put(values.astype(np.float32))
+
+    def put(self, array):
+        return self.torch.from_numpy(np.ascontiguousarray(array)).cuda() if self.cuda else array
+
+    def get(self, array):
+        return array.cpu().numpy() if self.cuda else np.array(array)
+
+    def window_topk(self, logits, starts, ends, k):
+        """Window-relative top-k of each row of logits over [starts, ends), -1 padded."""
+        if self.cuda:
+            torch = self.torch
+            cols = torch.arange(logits.shape[1], device=logits.device)[None, :]
+            inside = (cols >= starts[:, None]) & (cols < ends[:, None])
+            masked = torch.where(inside, logits, torch.full_like(logits, float("-inf")))
+            order = torch.argsort(masked, dim=1, descending=True, stable=True)[:, :k]
+            valid = torch.gather(inside, 1, order)
+            return torch.where(valid, order - starts[:, None],
+                               torch.full_like(order, -1)).to(torch.int32)
+        cols = np.arange(logits.shape[1])[None, :]
+        inside = (cols >= starts[:, None]) & (cols < ends[:, None])
+        masked = np.where(inside, logits, -np.inf)
+        order = np.argsort(-masked, axis=1, kind="stable")[:, :k]
+        valid = np.take_along_axis(inside, order, 1)
+        return np.where(valid, order - starts[:, None], -1).astype(np.int32)
+
+
+def engine_recipes(use_cuda, directory):
+    """The SGLang and vLLM wrappers (dsatopk_capture.engines) on the arrays those engines pass,
+    through stand-ins with the engines' signatures that write their selections in place. The
+    buffers are overwritten after each call; each record must hold what its call saw."""
+    import types
+    from dsatopk_capture.engines import install_sglang, install_vllm
+    xp = Arrays(use_cuda)
+    path = os.path.join(directory, "engines.bin")
+    hook = CaptureHook(path, rank=0, compress=False)
+    expected = []
+
+    def prefill(logits, ks, ke, out, num_rows, stride0, stride1, topk):
+        out[:num_rows, :topk] = xp.window_topk(logits[:num_rows], ks[:num_rows],
+                                               ke[:num_rows], topk)
+
+    def decode(logits, next_n, seq_lens, out, num_rows, stride0, stride1, topk):
+        rows = np.arange(num_rows)
+        lengths = xp.get(seq_lens).reshape(-1)[rows // next_n] - next_n + rows % next_n + 1
+        ends = xp.put(np.maximum(lengths, 0).astype(np.int32))
+        out[:num_rows, :topk] = xp.window_topk(logits[:num_rows], ends * 0, ends, topk)
+
+    class Backend:
+        value = "stand-in"
+
+        def topk_func(self, score, lengths, topk, row_starts=None):
+            starts = lengths * 0 if row_starts is None else row_starts
+            return xp.window_topk(score, starts, starts + lengths, topk)
+
+        def topk_transform(self, logits, lengths, topk, topk_transform_method, attn_metadata,
+                           cu_seqlens_q_topk=None, topk_indices_offset=None, row_starts=None,
+                           batch_idx_list=None, force_unfused_topk=False):
+            return self.topk_func(logits, lengths, topk, row_starts=row_starts)
+
+    ops = types.SimpleNamespace(top_k_per_row_prefill=prefill, top_k_per_row_decode=decode)
+    installs = [install_vllm(hook, ops, types.SimpleNamespace(), indexer=False),
+                install_sglang(hook, Backend)]
+    try:
+        logits = xp.scores(8, 4096, 1)
+        ks = xp.put(np.array([0, 0, 100, 100, 350, 490, 4000, 0], np.int32))
+        ke = xp.put(np.array([40, 4096, 260, 3000, 500, 500, 4096, 1], np.int32))
+        buffer = xp.put(np.full((10, 512), -1, np.int32))
+        ops.top_k_per_row_prefill(logits, ks, ke, buffer, 7, 4096, 1, 256)
+        expected.append((xp.get(logits[:7]), xp.get(buffer[:7, :256])))
+        buffer[:] = -1
+        logits[:] = 0
+        decoded = xp.scores(6, 2048, 2)
+        ops.top_k_per_row_decode(decoded, 2, xp.put(np.array([100, 2048, 30], np.int32)),
+                                 buffer, 6, 2048, 1, 128)
+        expected.append((xp.get(decoded), xp.get(buffer[:6, :128])))
+        buffer[:] = -1
+        decoded[:] = 0
+        score = xp.scores(4, 1024, 3)
+        selected = Backend().topk_transform(score, xp.put(np.array([1024, 10, 0, 500],
+                                                                   np.int32)), 64, 1, None)
+        expected.append((xp.get(score), xp.get(selected)))
+        score[:] = 0
+        selected[:] = -1
+    finally:
+        for installed in installs:
+            installed.remove()
+        hook.close()
+    records = list(read_records(path))
+    os.unlink(path)
+    mismatched = [i for i, (record, (scores, indices)) in enumerate(zip(records, expected))
+                  if record.scores.tobytes() != scores.tobytes() or
+                  record.engine_indices.tobytes() != indices.astype(np.int32).tobytes()]
+    return {"records": len(records), "expected": len(expected), "mismatched": mismatched,
+            "sites": [r.metadata["topk_site"] for r in records],
+            "ok": len(records) == len(expected) and not mismatched}
+
+
 def context(use_cuda):
     info = {"python": platform.python_version(), "numpy": np.__version__,
             "package": dsatopk_capture.__version__, "cpus": os.cpu_count(),
@@ -287,6 +397,13 @@ def main():
                             "warmup": arguments.warmup},
                "cases": []}
     try:
+        try:
+            results["engines"] = engine_recipes(use_cuda, directory)
+        except Exception as error:  # noqa: BLE001 -- reported, the measurement goes on
+            results["engines"] = {"ok": False, "error": f"{type(error).__name__}: {error}",
+                                  "traceback": traceback.format_exc()}
+        print(f"# engine recipes: {'ok' if results['engines']['ok'] else results['engines']}",
+              file=sys.stderr, flush=True)
         for shape in shapes:
             for level in levels:
                 case = run_case(shape, level, arguments, use_cuda, directory)
@@ -308,7 +425,8 @@ def main():
     if arguments.out:
         with open(arguments.out, "w") as f:
             json.dump(results, f, indent=1)
-    failed = any(c["error"] or c["paced"]["mismatched"] for c in results["cases"])
+    failed = not results["engines"]["ok"] or \
+        any(c["error"] or c["paced"]["mismatched"] for c in results["cases"])
     return 1 if failed else 0
 
 
