@@ -168,20 +168,29 @@ EOF
 expect_grep '^synth read$' "$TMP/synth.txt" "the package reads synth's records (as inspect lists them) and encodes each again byte for byte"
 grep -v '^synth read$' "$TMP/synth.txt" | tail -5 | sed 's/^/    /'
 
+# chunked.install(CHUNK, PAUSE): the writer appends in writes of CHUNK bytes, PAUSE s apart.
+cat >"$TMP/chunked.py" <<'EOF'
+import os, time
+from dsatopk_capture import writer
+def install(chunk, pause):
+    def chunked(fd, *parts):
+        view = memoryview(b"".join(parts))
+        while view:
+            time.sleep(pause)
+            view = view[os.write(fd, view[:chunk]):]
+    writer.write_all = chunked
+EOF
+
 # ---- kill -9 while capturing, three times -------------------------------------------------------
 # capture.py FILE [slow]: 16 MiB records, uncompressed, one after another until killed; "slow"
 # writes 64 KiB per write with a pause, so that the kill lands inside a record.
 cat >"$TMP/capture.py" <<'EOF'
-import os, sys, time
+import sys
 import numpy as np
-from dsatopk_capture import CaptureHook, writer
+import chunked
+from dsatopk_capture import CaptureHook
 if len(sys.argv) > 2:
-    def slow(fd, *parts):
-        view = memoryview(b"".join(parts))
-        while view:
-            time.sleep(0.002)
-            view = view[os.write(fd, view[:65536]):]
-    writer.write_all = slow
+    chunked.install(65536, 0.002)
 hook = CaptureHook(sys.argv[1], rank=0, compress=False, block=True)
 scores = np.random.default_rng(1).standard_normal((64, 65536)).astype(np.float32)
 for call in range(1000):
@@ -247,16 +256,13 @@ json_check "$TMP/repaired.json" 'j["files"][0]["records"][-1]["offset_bytes"] ==
 cat >"$TMP/shared.py" <<'EOF'
 import os, sys, time
 import numpy as np
-from dsatopk_capture import CaptureHook, writer as writer_module
+import chunked
+from dsatopk_capture import CaptureHook
 path, writer, lock, barrier = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "lock", sys.argv[4]
-def chunked(fd, *parts):
-    view = memoryview(b"".join(parts))
-    while view:
-        time.sleep(0.005)
-        view = view[os.write(fd, view[:16384]):]
-writer_module.write_all = chunked
+chunked.install(16384, 0.005)
 hook = CaptureHook(path, rank=writer, compress=False, lock=None if lock else False, block=True)
 assert hook.lock == lock
+open(f"{barrier}.ready{writer}", "w").close()   # both hooks checked the (empty) tail: go
 while not os.path.exists(barrier):
     time.sleep(0.001)
 for call in range(4):
@@ -264,10 +270,13 @@ for call in range(4):
 hook.close()
 EOF
 shared_writers() {
-    rm -f "$TMP/$1.bin" "$TMP/$1.go"
+    rm -f "$TMP/$1.bin" "$TMP/$1.go"*
     "$PY" "$TMP/shared.py" "$TMP/$1.bin" 0 "$2" "$TMP/$1.go" & local first=$!
     "$PY" "$TMP/shared.py" "$TMP/$1.bin" 1 "$2" "$TMP/$1.go" & local second=$!
-    sleep 0.5
+    for _ in $(seq 1 400); do
+        [ -f "$TMP/$1.go.ready0" ] && [ -f "$TMP/$1.go.ready1" ] && break
+        sleep 0.05
+    done
     touch "$TMP/$1.go"
     wait "$first"; local status_first=$?
     wait "$second"; local status_second=$?
