@@ -1,6 +1,6 @@
 #!/bin/bash
 # dsatopk-audit census: JSON contents on captures with known answers (synth families and a
-# hand-built record written by tools/dsatopk_capture.py), the table, -o, --records, --k, the
+# hand-built record written by the dsatopk_capture package (tools/python/)), the table, -o, --records, --k, the
 # default captures/*.bin, and the exit codes for bad options and damaged captures.
 # Run from the source root: tests/cli/test_census.sh PATH/TO/dsatopk-audit
 . "$(dirname "$0")/lib.sh"
@@ -22,7 +22,7 @@ expect_exit 0 "synth narrow appended" -- "$AUDIT" synth --family narrow --rows 2
 python3 - "$TMP/hand.bin" <<'EOF' 2>"$TMP/pyerr"
 import sys
 import numpy as np
-sys.path.insert(0, "tools")
+sys.path.insert(0, "tools/python")
 from dsatopk_capture import append_record
 scores = np.zeros((2, 8), dtype=np.float32)
 scores[0] = [3, 5, 3, 1, 3, 4, 2, 3]

@@ -14,10 +14,10 @@ if [ -z "$PYTHON" ]; then
     finish
     exit 1
 fi
-export PYTHONPATH="$PWD/tools${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 D=$TMP
 
-"$PYTHON" - "$D" <<'EOF' || fail "writing captures with tools/dsatopk_capture.py"
+"$PYTHON" - "$D" <<'EOF' || fail "writing captures with the dsatopk_capture package (tools/python/)"
 import sys
 import numpy as np
 from dsatopk_capture import append_record

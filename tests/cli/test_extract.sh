@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # extract: rows and records chosen by --records/--rows and by a hand-written run report, every
-# section of the chosen rows copied bit for bit (read back with tools/dsatopk_capture.py), the
+# section of the chosen rows copied bit for bit (read back with the dsatopk_capture package (tools/python/)), the
 # metadata kept with its provenance added, and the refusals with their exit codes.
 . "$(dirname "$0")/lib.sh"
 
@@ -13,12 +13,12 @@ if [ -z "$PYTHON" ]; then
     finish
     exit 1
 fi
-export PYTHONPATH="$PWD/tools${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 D=$TMP
 mkdir -p "$D/runs"
 
 # Three records: every optional section in record 0 and 2 (compressed), a plain record 1.
-"$PYTHON" - "$D/runs/in.bin" <<'EOF' || fail "writing the capture with tools/dsatopk_capture.py"
+"$PYTHON" - "$D/runs/in.bin" <<'EOF' || fail "writing the capture with the dsatopk_capture package (tools/python/)"
 import sys
 import numpy as np
 from dsatopk_capture import append_record

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # import: .npy files written by numpy (format 1.0, 2.0, 3.0; float32, float16, int32, int64) and
 # .safetensors files written by hand (struct + json: F32, BF16, F16, I32, I64), imported and read
-# back with tools/dsatopk_capture.py (every array bit for bit, the provenance metadata with the
+# back with the dsatopk_capture package (tools/python/) (every array bit for bit, the provenance metadata with the
 # SHA-256 of each input) and checked with inspect and census; then every refusal with its exit
 # code and a message naming the file and the field.
 . "$(dirname "$0")/lib.sh"
@@ -15,7 +15,7 @@ if [ -z "$PYTHON" ]; then
     finish
     exit 1
 fi
-export PYTHONPATH="$PWD/tools${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 D=$TMP
 
 "$PYTHON" - "$D" <<'EOF' || fail "writing the input arrays"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# inspect on captures written by tools/dsatopk_capture.py: the JSON listing against what Python
+# inspect on captures written by the dsatopk_capture package (tools/python/): the JSON listing against what Python
 # knows about each record (hashlib's SHA-256 of the stored payload bytes), and the exit codes for
 # truncated, corrupt and missing files and bad options.
 . "$(dirname "$0")/lib.sh"
@@ -15,11 +15,11 @@ if [ -z "$PYTHON" ]; then
     finish
     exit 1
 fi
-export PYTHONPATH="$PWD/tools${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 
 # Three records in a.bin (plain; every optional section, compressed; empty rows and a padded
 # stride) and one in b.bin.
-"$PYTHON" - "$TMP/a.bin" "$TMP/b.bin" <<'EOF' || fail "writing captures with tools/dsatopk_capture.py"
+"$PYTHON" - "$TMP/a.bin" "$TMP/b.bin" <<'EOF' || fail "writing captures with the dsatopk_capture package (tools/python/)"
 import sys
 import numpy as np
 from dsatopk_capture import append_record

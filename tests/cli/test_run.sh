@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 CAPTURE="$TMP/small.bin"
-PYTHON_READER=tools/dsatopk_capture.py
+PYTHON_READER=tools/python/dsatopk_capture/records.py
 
 # A small capture of four records: boundary ties, a page table, row starts with zlib, NaNs.
 make_capture() {
@@ -88,7 +88,7 @@ json_check "$TMP/dumped.json" 'j["context"]["gpu_prefilter"] is False' "--dump-o
 # (or for the listed rows of one record).
 cat >"$TMP/reference_hashes.py" <<'EOF'
 import hashlib, sys
-sys.path.insert(0, "tools")
+sys.path.insert(0, "tools/python")
 import numpy as np
 from dsatopk_capture import read_records
 

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "python"))
 import dsatopk_capture as capture  # noqa: E402
 
 CORPUS = os.path.join(HERE, "corpus")

@@ -1,0 +1,181 @@
+"""The CUDA path's ordering, against a stand-in for the few torch calls it makes (the real thing
+runs on a GPU: scripts/hook-overhead.py). What must hold: the side stream waits on an event
+recorded on the caller's stream before it copies; the copies go to pinned host memory on the
+side stream; the caller's stream then waits for an event recorded after them (unless
+guard=False, which marks the tensors used on the side stream instead); the calling thread never
+synchronises; the writer synchronises on that event before reading the host memory."""
+
+import contextlib
+import os
+import sys
+import tempfile
+import threading
+import types
+import unittest
+from unittest import mock
+
+import numpy as np
+
+from dsatopk_capture import CaptureHook, read_records
+
+
+class Log(list):
+    def add(self, *entry):
+        self.append(entry + (threading.current_thread().name,))
+
+
+def fake_torch(log):
+    torch = types.ModuleType("torch")
+
+    class Dtype:
+        def __init__(self, name, numpy_type):
+            self.name, self.numpy_type = name, np.dtype(numpy_type)
+
+        def __str__(self):
+            return "torch." + self.name
+
+    dtypes = {np.dtype(np.float32): Dtype("float32", np.float32),
+              np.dtype(np.int32): Dtype("int32", np.int32),
+              np.dtype(np.int64): Dtype("int64", np.int64)}
+
+    class Tensor:
+        def __init__(self, array, device="cuda:0"):
+            self.array, self.device = array, device
+            self.dtype = dtypes[array.dtype]
+
+        is_cuda = property(lambda self: self.device.startswith("cuda"))
+        shape = property(lambda self: self.array.shape)
+        ndim = property(lambda self: self.array.ndim)
+
+        def detach(self):
+            return self
+
+        def __getitem__(self, key):
+            return Tensor(self.array[key], self.device)
+
+        def element_size(self):
+            return self.array.itemsize
+
+        def record_stream(self, stream):
+            log.add("record_stream", stream.name)
+
+        def copy_(self, source, non_blocking=False):
+            log.add("copy", torch.cuda._current.name, non_blocking, self.pinned)
+            self.array[...] = source.array
+
+        def numpy(self):
+            assert not self.is_cuda
+            return self.array
+
+    class Stream:
+        def __init__(self, name):
+            self.name = name
+
+        def wait_event(self, event):
+            log.add("wait", self.name, event.name)
+
+    class Event:
+        count = 0
+
+        def __init__(self):
+            Event.count += 1
+            self.name = f"event{Event.count}"
+
+        def record(self, stream=None):
+            log.add("record", self.name, (stream or torch.cuda._current).name)
+
+        def synchronize(self):
+            log.add("synchronize", self.name)
+
+    def empty(shape, dtype=None, pin_memory=False):
+        tensor = Tensor(np.empty(shape, dtype.numpy_type), "cpu")
+        tensor.pinned = pin_memory
+        return tensor
+
+    cuda = types.SimpleNamespace(capturing=False)
+    main = Stream("main")
+    cuda._current = main
+    cuda.current_stream = lambda device=None: main
+    cuda.Stream = lambda device=None: Stream("side")
+    cuda.Event = Event
+    cuda.is_current_stream_capturing = lambda: cuda.capturing
+
+    @contextlib.contextmanager
+    def stream(chosen):
+        previous, cuda._current = cuda._current, chosen
+        try:
+            yield
+        finally:
+            cuda._current = previous
+
+    cuda.stream = stream
+    torch.Tensor, torch.empty, torch.cuda = Tensor, empty, cuda
+    return torch
+
+
+class CudaOrder(unittest.TestCase):
+    def setUp(self):
+        if "torch" in sys.modules:
+            self.skipTest("the real torch is imported; the stand-in cannot replace it")
+        self.log = Log()
+        self.torch = fake_torch(self.log)
+        patcher = mock.patch.dict(sys.modules, {"torch": self.torch})
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    def capture(self, lengths=(16, 16), **options):
+        hook = CaptureHook(os.path.join(self.dir.name, "c.bin"), rank=0, compress=False,
+                           **options)
+        self.addCleanup(hook.close)
+        Tensor = self.torch.Tensor
+        scores = np.arange(32, dtype=np.float32).reshape(2, 16)
+        kept = hook.capture(Tensor(scores), Tensor(np.array(lengths, np.int32)), 4,
+                            engine_indices=Tensor(np.zeros((2, 4), np.int64)))
+        hook.flush()
+        return hook, kept
+
+    def test_ordering(self):
+        hook, kept = self.capture()
+        self.assertTrue(kept)
+        caller = threading.current_thread().name
+        mine = [entry[:-1] for entry in self.log if entry[-1] == caller]
+        self.assertEqual(mine, [
+            ("record", "event1", "main"),            # after the producer, on its stream
+            ("wait", "side", "event1"),              # the side stream waits for it
+            ("copy", "side", True, True),            # scores, lengths, engine indices:
+            ("copy", "side", True, True),            #   asynchronous, to pinned memory,
+            ("copy", "side", True, True),            #   on the side stream
+            ("record", "event2", "side"),            # after the copies
+            ("wait", "main", "event2"),              # the engine's later work waits for them
+        ])
+        writer = [entry for entry in self.log if entry[-1] != caller]
+        self.assertEqual([entry[:2] for entry in writer], [("synchronize", "event2")])
+        hook.close()
+        (record,) = read_records(hook.path)
+        self.assertEqual(record.scores.tolist(), np.arange(32).reshape(2, 16).tolist())
+
+    def test_unguarded(self):
+        self.capture(guard=False)
+        entries = [entry[:2] for entry in self.log]
+        self.assertEqual(entries.count(("record_stream", "side")), 3)
+        self.assertNotIn(("wait", "main"), entries)
+
+    def test_graph_capture_skips(self):
+        self.torch.cuda.capturing = True
+        hook, kept = self.capture()
+        self.assertFalse(kept)
+        self.assertEqual(hook.stats()["skipped_graph"], 1)
+        self.assertEqual(self.log, [])
+
+    def test_values_checked_by_the_writer(self):
+        with self.assertLogs("dsatopk_capture", "WARNING") as logged:
+            hook, kept = self.capture(lengths=(16, 17))
+        self.assertTrue(kept)            # the values were on the GPU at call time
+        self.assertIn("row 1: window [0, 17) ends past row_stride 16", logged.output[0])
+        self.assertEqual((hook.stats()["rejected"], hook.stats()["records"]), (1, 0))
+
+
+if __name__ == "__main__":
+    unittest.main()
