@@ -13,7 +13,7 @@ if [ -z "$PYTHON" ]; then
     finish
     exit 1
 fi
-export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}"
 D=$TMP
 mkdir -p "$D/runs"
 

@@ -15,7 +15,7 @@ if [ -z "$PYTHON" ]; then
     finish
     exit 1
 fi
-export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}"
 
 # Three records in a.bin (plain; every optional section, compressed; empty rows and a padded
 # stride) and one in b.bin.

@@ -13,7 +13,7 @@ from dsatopk_capture import (CaptureError, CaptureInputError, append_record, che
                              encode_record, read_records, repair_tail)
 from dsatopk_capture import records as records_module
 
-FORMAT_MD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+FORMAT_MD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs",
                          "FORMAT.md")
 
 
