@@ -133,7 +133,7 @@ int main(int argc, char **argv)
 {
     remember_command_line(argc, argv);
     if (hash_init() != 0) {
-        fprintf(stderr, "dsatopk-audit: libsodium failed to initialise\n");
+        fprintf(stderr, "dsatopk-audit: the SHA-256 library failed to initialise\n");
         return EXIT_DEVICE;
     }
     static const struct option global_options[] = {

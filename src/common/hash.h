@@ -1,4 +1,4 @@
-/* SHA-256 helpers for output, set and score hashes (libsodium's crypto_hash_sha256). */
+/* SHA-256 helpers for output, set and score hashes (libsodium or OpenSSL: meson option sha256). */
 #ifndef DSATOPK_HASH_H
 #define DSATOPK_HASH_H
 
@@ -8,7 +8,7 @@
 #define HASH_BYTES 32
 #define HASH_HEX_BYTES 65
 
-/* Starts libsodium (sodium_init); call once at start-up. 0 on success, -1 if it cannot. */
+/* Starts the SHA-256 library; call once at start-up. 0 on success, -1 if it cannot. */
 int hash_init(void);
 
 void hash_bytes(const void *data, size_t size, uint8_t digest[HASH_BYTES]);
