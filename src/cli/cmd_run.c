@@ -1439,9 +1439,14 @@ static void run_file(struct run_state *state, const char *path)
 /* The probe worker: device count and every device's description, in one message. The parent
  * must not initialise CUDA (a CUDA context does not survive fork), so even this runs in a
  * child. */
+struct probe_job {
+    const struct run_options *options; /* the child's: --emulate-smem-per-sm */
+    struct device_probe *probe;        /* the parent's: filled from the child's message */
+};
+
 static int probe_worker_main(struct worker_channel *channel, size_t first, void *user)
 {
-    const struct run_options *options = user;
+    const struct run_options *options = ((const struct probe_job *)user)->options;
     struct device_probe *probe = calloc(1, sizeof(*probe));
     (void)first;
     if (!probe)
@@ -1461,7 +1466,7 @@ static int probe_worker_main(struct worker_channel *channel, size_t first, void 
 
 static int on_probe_result(void *user, size_t task, const struct worker_event *event)
 {
-    struct device_probe *probe = user;
+    struct device_probe *probe = ((struct probe_job *)user)->probe;
     (void)task;
     if (event->outcome == WORKER_MESSAGE && event->bytes == sizeof(*probe)) {
         memcpy(probe, event->data, sizeof(*probe));
@@ -1480,8 +1485,9 @@ static int on_probe_result(void *user, size_t task, const struct worker_event *e
 static int probe_devices(const struct run_options *options, struct device_probe *probe,
                          struct worker_keeper *keeper, struct audit_error *err)
 {
+    struct probe_job job = { .options = options, .probe = probe };
     memset(probe, 0, sizeof(*probe));
-    return worker_keeper_start(keeper, probe_worker_main, on_probe_result, probe,
+    return worker_keeper_start(keeper, probe_worker_main, on_probe_result, &job,
                                options->timeout_ms, err);
 }
 

@@ -162,5 +162,7 @@ expect_exit 0 "--emulate-smem-per-sm 102400 --backends filtered" -- \
 json_check "$TMP/gb10.json" "all(b['status'] == 'unsupported' and b['reason'] and b['verdict'] == 'not_run' for r in j['records'] for b in r['backends'])" \
     "emulated GB10: filtered unsupported with a reason, not a failure"
 json_check "$TMP/gb10.json" 'j["context"]["emulation"]["smem_per_sm_bytes"] == 102400' "emulation in the context"
+json_check "$TMP/gb10.json" 'j["context"]["device"]["smem_emulated"] is True and j["context"]["device"]["smem_per_sm_bytes"] == 102400' \
+    "the context's device is described with the emulated shared memory"
 
 finish
