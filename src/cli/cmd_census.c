@@ -23,7 +23,6 @@
 
 #define CENSUS_SCHEMA "dsatopk-audit/census"
 #define CENSUS_SCHEMA_VERSION 1
-#define RECORD_HEADER_BYTES 72 /* docs/FORMAT.md: where the next record starts */
 #define MAX_KS 64
 #define MAX_SELECTED_RECORDS 4096
 #define DEFAULT_CAPTURE_PATTERN "captures/*.bin"
@@ -132,7 +131,7 @@ static cJSON *census_file(const char *path, const struct census_options *options
             break;
         }
         next_index = record.index + 1;
-        next_offset = record.file_offset + RECORD_HEADER_BYTES + record.stored_payload_bytes;
+        next_offset = capture_record_end_offset(&record);
         if (record_selected(options, record.index)) {
             for (int i = 0; i < options->record_count; i++)
                 seen[i] |= options->records[i] == record.index;

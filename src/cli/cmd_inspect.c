@@ -19,8 +19,6 @@
 
 #define INSPECT_SCHEMA "dsatopk-audit/inspect"
 #define INSPECT_SCHEMA_VERSION 1
-#define RECORD_HEADER_BYTES 72
-#define PAYLOAD_FIXED_PART_BYTES 64
 /* The table shortens metadata past this many characters; the JSON keeps it whole. */
 #define TABLE_METADATA_CHARS 160
 
@@ -60,20 +58,6 @@ struct inspect_totals {
     bool out_of_memory;
 };
 
-/* The exact raw payload size of a validated record (docs/FORMAT.md "Raw payload"). */
-static uint64_t raw_payload_bytes(const struct capture_record *record)
-{
-    uint64_t words_per_row = 1 + record->row_stride;
-    if (record->row_starts)
-        words_per_row += 1;
-    if (record->page_size)
-        words_per_row += 1 + record->page_table_cols;
-    if (record->engine_indices)
-        words_per_row += record->k;
-    return PAYLOAD_FIXED_PART_BYTES + strlen(record->metadata_json) +
-           4 * (uint64_t)record->rows * words_per_row;
-}
-
 static cJSON *describe_record(const struct capture_record *record)
 {
     cJSON *item = cJSON_CreateObject();
@@ -100,7 +84,7 @@ static cJSON *describe_record(const struct capture_record *record)
     cJSON_AddBoolToObject(item, "engine_indices", record->engine_indices != NULL);
     cJSON_AddBoolToObject(item, "compressed", record->compressed);
     json_add_u64(item, "stored_bytes", record->stored_payload_bytes);
-    json_add_u64(item, "raw_bytes", raw_payload_bytes(record));
+    json_add_u64(item, "raw_bytes", capture_record_raw_payload_bytes(record));
     json_add_hex(item, "payload_sha256", record->payload_sha256, sizeof(record->payload_sha256));
     cJSON *metadata = cJSON_Parse(record->metadata_json);
     if (metadata)
@@ -145,7 +129,7 @@ static cJSON *inspect_file(const char *path, struct inspect_totals *totals)
         }
         cJSON *item = describe_record(&record);
         next_index = record.index + 1;
-        next_offset = record.file_offset + RECORD_HEADER_BYTES + record.stored_payload_bytes;
+        next_offset = capture_record_end_offset(&record);
         capture_record_free(&record);
         if (!item) {
             status = AUDIT_ENOMEM;
