@@ -150,6 +150,31 @@ static int find_devices(struct audit_state *state, struct worker_keeper *probe_k
     return status;
 }
 
+/* A device that cannot be described skips the GPU work of its pass (the report says why). Each
+ * worker opens the device itself. */
+void audit_pass_start(struct audit_state *state, size_t pass, cJSON *devices)
+{
+    const struct audit_callbacks *callbacks = state->callbacks;
+    const int ordinal = state->devices[pass];
+    const struct gpu_device_info *info = audit_probed_info(state, ordinal);
+    /* The session worker replays on one device: the next record forks one for this pass's. */
+    worker_session_stop(&state->pass.session);
+    state->pass.ordinal = ordinal;
+    state->device_failed = false;
+    if (!info) {
+        char message[AUDIT_ERROR_MESSAGE_BYTES];
+        snprintf(message, sizeof(message), "device %d: %.900s", ordinal,
+                 state->probe.query_error[0] ? state->probe.query_error : "cannot be queried");
+        audit_device_lost(state, message);
+    }
+    if (!audit_identify_pass(state, pass, ordinal, info, devices)) {
+        audit_stop(state, AUDIT_ENOMEM, "out of memory describing a device");
+        return;
+    }
+    if (callbacks->pass_start)
+        callbacks->pass_start(callbacks->user, pass, ordinal, info);
+}
+
 /* --devices: the whole audit once per listed device; the first pass writes the records, the
  * later ones add their per_device[] entries. */
 static void run_passes(struct audit_state *state, const struct audit_inputs *inputs,
@@ -166,29 +191,12 @@ static void run_passes(struct audit_state *state, const struct audit_inputs *inp
             audit_pass_start(state, pass, devices);
         state->pass.index = pass;
         state->pass.next_global_index = 0;
-        state->pass.record_cursor = pass == 0 ? NULL : state->report.records->child;
+        state->pass.next_slot = 0;
         for (size_t i = 0; i < inputs->count && !state->stopped; i++)
             audit_run_file(state, inputs->paths[i]);
         state->any_device_lost = state->any_device_lost || state->device_failed;
     }
     state->device_failed = state->any_device_lost;
-}
-
-/* The device of the first --devices entry, for the cross_device block. */
-static int first_device_identity(struct audit_state *state, cJSON **devices,
-                                 struct audit_error *err)
-{
-    *devices = cJSON_CreateArray();
-    if (!*devices)
-        return audit_fail(err, AUDIT_ENOMEM, "out of memory");
-    if (state->device_available && state->device_count > 0) {
-        state->pass.device_identity =
-            audit_device_identity_json(0, state->devices[0],
-                                       audit_probed_info(state, state->devices[0]));
-        if (state->pass.device_identity)
-            cJSON_AddItemToArray(*devices, cJSON_Duplicate(state->pass.device_identity, 1));
-    }
-    return AUDIT_OK;
 }
 
 int audit_run(const struct audit_options *options, const struct audit_callbacks *callbacks,
@@ -215,7 +223,8 @@ int audit_run(const struct audit_options *options, const struct audit_callbacks 
     status = find_devices(&state, &probe_keeper, &context, &result->exit_code, err);
     if (status < 0)
         goto done;
-    if (options->devices_text && (status = first_device_identity(&state, &devices, err)) < 0) {
+    if (options->devices_text && !(devices = audit_devices_begin(&state))) {
+        status = audit_fail(err, AUDIT_ENOMEM, "out of memory");
         result->exit_code = EXIT_DEVICE;
         goto done;
     }
@@ -254,6 +263,7 @@ done:
         report_release(&state.report);
     cJSON_Delete(state.pass.device_identity);
     cJSON_Delete(devices);
+    audit_records_added_free(&state.added);
     audit_inputs_free(&inputs);
     return status < 0 ? status : AUDIT_OK;
 }

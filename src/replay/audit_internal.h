@@ -1,10 +1,11 @@
 /* What the files of the audit engine share (src/replay/audit.h is the public side):
  *   audit.c            the entry: probe, report, passes, finish, exit code; stops and messages
  *   audit_probe.c      the device probe worker and the device a pass replays on
- *   audit_passes.c     --devices passes and the report entries the engine adds itself
+ *   audit_report.c     what the engine writes into the report beside report.c's entries
  *   audit_records.c    inputs, the record loop and the main process's side of a record
  *   record_worker.c    a record's backends replayed and judged in a worker process
- *   session_worker.c   the worker that serves every record of a device pass */
+ *   session_worker.c   the worker that serves every record of a device pass
+ *   result_wire.c      the message a worker sends back for each backend */
 #ifndef DSATOPK_AUDIT_INTERNAL_H
 #define DSATOPK_AUDIT_INTERNAL_H
 
@@ -33,10 +34,22 @@ struct audit_pass {
     size_t index;                   /* the --devices entry (0 without --devices) */
     int ordinal;                    /* the device it replays on */
     uint64_t next_global_index;     /* --shard numbering of the selected records */
-    cJSON *record_cursor;           /* pass 0: the record added last; later passes: where the
-                                       search for the record being replayed starts */
+    size_t next_slot;               /* later passes: where the search for the first pass's
+                                       record of the record being replayed starts */
     cJSON *device_identity;         /* the device for per_device[] (NULL without --devices) */
     struct worker_session session;  /* the session worker (src/replay/session_worker.c) */
+};
+
+/* A record the first pass put into the report, for the later passes to find. */
+struct audit_record_slot {
+    const char *file;               /* the input path (the same string in every pass) */
+    uint32_t index;
+    cJSON *json;                    /* its object in the report */
+};
+
+struct audit_records_added {
+    struct audit_record_slot *slots;
+    size_t count, capacity;
 };
 
 /* Everything one audit carries. */
@@ -49,6 +62,7 @@ struct audit_state {
     int device;
     const char *backend_names[AUDIT_MAX_BACKENDS];
     struct run_report report;
+    struct audit_records_added added;
     struct audit_probe probe;
     bool device_available;
     char unavailable_reason[AUDIT_ERROR_MESSAGE_BYTES];
@@ -96,26 +110,36 @@ int audit_open_device(struct audit_state *state, struct run_context *context,
 /* The probe's description of ordinal, or NULL. */
 const struct gpu_device_info *audit_probed_info(const struct audit_state *state, int ordinal);
 
-/* ---- audit_passes.c ---- */
-
-/* The device of --devices entry index as per_device[] and cross_device show it (info NULL when
- * it could not be described). */
-cJSON *audit_device_identity_json(size_t index, int ordinal, const struct gpu_device_info *info);
 /* Switches to --devices entry pass (after the first) and appends its device to devices. */
 void audit_pass_start(struct audit_state *state, size_t pass, cJSON *devices);
+
+/* ---- audit_report.c ---- */
+
+/* The list of the --devices entries' devices for the cross_device block, holding the first
+ * entry's when there is a device (which becomes the first pass's identity). NULL when out of
+ * memory. */
+cJSON *audit_devices_begin(struct audit_state *state);
+/* The device of --devices entry pass (info NULL: it could not be described) as per_device[] and
+ * cross_device show it: the pass's identity, a copy appended to devices. false when out of
+ * memory. */
+bool audit_identify_pass(struct audit_state *state, size_t pass, int ordinal,
+                         const struct gpu_device_info *info, cJSON *devices);
 /* First pass: the record goes into the report (global number, a first per_device[] entry).
  * entries: one judged entry per backend, moved into the report. */
 int audit_add_record(struct audit_state *state, const struct record_result *result,
                      cJSON **entries, uint64_t global_index, struct audit_error *err);
-/* A later pass: the record's entries go into the first pass's record's per_device[] lists. */
+/* A later pass: the record's entries go into the first pass's record's per_device[] lists, and
+ * their times (per backend) into the table's totals. */
 int audit_add_device_pass(struct audit_state *state, const struct record_result *result,
-                          cJSON **entries, struct audit_error *err);
+                          cJSON **entries, const struct time_breakdown *times,
+                          struct audit_error *err);
 /* --shard and --devices in the report's context. */
 void audit_add_scale_out_context(struct audit_state *state);
 /* The cross_device block; a required disagreement fails the run. */
 int audit_add_cross_device(struct audit_state *state, cJSON *devices);
-/* True when a judged entry's verdict is fail. */
-bool audit_entry_failed(const cJSON *entry);
+/* The plugin a backend comes from, in its entry (docs/PLUGIN.md); nothing for a built-in. */
+void audit_entry_add_plugin(cJSON *entry, const struct topk_backend *backend);
+void audit_records_added_free(struct audit_records_added *added);
 
 /* ---- audit_records.c ---- */
 
@@ -139,6 +163,8 @@ struct record_job {
     const struct replay_options *replay;
     cJSON **entries;                      /* per backend: its judged entry (NULL: none yet) */
     char **table_lines;                   /* per backend: its lines of the terminal table */
+    bool *failed;                         /* per backend: its verdict is fail */
+    struct time_breakdown *times;         /* per backend: its entry's time_breakdown_ms */
 };
 
 /* How the backends of one record replay. */
@@ -148,9 +174,10 @@ struct replay_options record_replay_options(struct audit_state *state, const cha
 int record_reference_hashes(const struct check_context *checks,
                             const struct capture_record *replayed, uint32_t k,
                             struct record_result *result, struct audit_error *err);
-/* Judges result and returns its entry and table lines (malloc'd); false when out of memory. */
+/* Judges result and returns its entry and table lines (malloc'd) and whether it failed; false
+ * when out of memory. */
 bool record_judge_backend(const struct record_job *job, struct backend_result *result,
-                          cJSON **entry, char **table);
+                          cJSON **entry, char **table, bool *failed);
 /* Worker side: replays backends first .. on device, one message each (docs in the file). */
 int record_replay_backends(struct worker_channel *channel, size_t first,
                            struct replay_device *device, struct replay_input *input,

@@ -158,23 +158,23 @@ static void run_backends(struct audit_state *state, struct record_job *job)
 
 /* The record's place in the report, and its table lines for the front. */
 static int add_to_report(struct audit_state *state, const struct record_result *result,
-                         cJSON **entries, char **table_lines, uint64_t global_index,
+                         const struct record_job *job, uint64_t global_index,
                          struct audit_error *err)
 {
     const struct audit_callbacks *callbacks = state->callbacks;
     const size_t count = state->options->backend_count;
     for (size_t i = 0; i < count; i++)
-        if (audit_entry_failed(entries[i]))
+        if (job->failed[i])
             state->any_failure = true;
     int status = state->pass.index == 0
-                     ? audit_add_record(state, result, entries, global_index, err)
-                     : audit_add_device_pass(state, result, entries, err);
+                     ? audit_add_record(state, result, job->entries, global_index, err)
+                     : audit_add_device_pass(state, result, job->entries, job->times, err);
     if (status < 0)
         return status;
     audit_progress_end(state);
     if (callbacks->record_done)
         callbacks->record_done(callbacks->user, state->pass.index,
-                               (const char *const *)table_lines, count);
+                               (const char *const *)job->table_lines, count);
     return AUDIT_OK;
 }
 
@@ -192,6 +192,8 @@ static void run_record(struct audit_state *state, const char *file, const char *
     struct census_row *census_rows = NULL;
     cJSON **entries = NULL;
     char **table_lines = NULL;
+    bool *failed = NULL;
+    struct time_breakdown *times = NULL;
     int status;
     const double started_ms = report_monotonic_ms();
     struct record_time time = { 0 };
@@ -251,7 +253,9 @@ static void run_record(struct audit_state *state, const char *file, const char *
     time.reference_ms += report_monotonic_ms() - phase_started_ms;
     entries = calloc(options->backend_count, sizeof(*entries));
     table_lines = calloc(options->backend_count, sizeof(*table_lines));
-    if (!entries || !table_lines) {
+    failed = calloc(options->backend_count, sizeof(*failed));
+    times = calloc(options->backend_count, sizeof(*times));
+    if (!entries || !table_lines || !failed || !times) {
         status = audit_fail(&err, AUDIT_ENOMEM, "out of memory for the backend results");
         goto fatal;
     }
@@ -267,6 +271,8 @@ static void run_record(struct audit_state *state, const char *file, const char *
         .replay = &replay_options,
         .entries = entries,
         .table_lines = table_lines,
+        .failed = failed,
+        .times = times,
     };
     /* Without a device nothing is forked; otherwise each backend replays in a worker. */
     phase_started_ms = report_monotonic_ms();
@@ -285,7 +291,7 @@ static void run_record(struct audit_state *state, const char *file, const char *
     }
     time.total_ms = report_monotonic_ms() - started_ms;
     result.time = time;
-    status = add_to_report(state, &result, entries, table_lines, global_index, &err);
+    status = add_to_report(state, &result, &job, global_index, &err);
     if (status < 0)
         goto fatal;
     goto done;
@@ -298,6 +304,8 @@ done:
         free(table_lines[i]);
     free(entries);
     free(table_lines);
+    free(failed);
+    free(times);
     cJSON_Delete(census);
     free(census_rows);
     if (checks_ready)

@@ -1,12 +1,10 @@
 /* One record's backends in a worker process (src/replay/worker.h): task i replays backend i,
- * judges it where it ran and sends its report entry and table lines to the main process as one
- * message, {"entry": {...}, "table": "..."}, or what stopped it, {"fatal": {"code", "message"}}
- * (a failure that is not the backend's) or {"device_error": {...}} (the device could not be set
- * up). The main process turns each message, or the hang or crash that came instead, into the
- * backend's entry (record_on_result).
+ * judges it where it ran and sends its report entry and table lines to the main process
+ * (src/replay/result_wire.h), or what stopped it. The main process turns each message, or the
+ * hang or crash that came instead, into the backend's entry (record_on_result).
  *
- * This file holds both ends of that message and the worker forked for a single record (records
- * too big to send to the session worker: it inherits the record through fork);
+ * This file holds both sides of that exchange and the worker forked for a single record
+ * (records too big to send to the session worker: it inherits the record through fork);
  * src/replay/session_worker.c serves the other records with the same replay loop. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,27 +12,10 @@
 #include <string.h>
 
 #include "audit_internal.h"
-#include "plugin.h"
-
-/* The plugin a backend comes from, in its entry (docs/PLUGIN.md). */
-static void add_plugin_source(cJSON *entry, const struct topk_backend *backend)
-{
-    const char *path = plugin_backend_path(backend);
-    if (!entry || !path)
-        return;
-    cJSON *plugin = cJSON_AddObjectToObject(entry, "plugin");
-    if (!plugin)
-        return;
-    cJSON_AddStringToObject(plugin, "path", path);
-    const char *sha256 = plugin_backend_sha256(backend);
-    if (sha256)
-        cJSON_AddStringToObject(plugin, "sha256", sha256);
-    else
-        cJSON_AddNullToObject(plugin, "sha256");
-}
+#include "result_wire.h"
 
 bool record_judge_backend(const struct record_job *job, struct backend_result *result,
-                          cJSON **entry, char **table)
+                          cJSON **entry, char **table, bool *failed)
 {
     struct verdict_result verdict;
     struct record_result single = *job->base;
@@ -42,8 +23,9 @@ bool record_judge_backend(const struct record_job *job, struct backend_result *r
     single.backends = result;
     single.backend_count = 1;
     report_verdict(result, job->base->census_rows, &verdict);
+    *failed = verdict.verdict == VERDICT_FAIL;
     *entry = report_backend_json(&single, result, &verdict);
-    add_plugin_source(*entry, result->backend);
+    audit_entry_add_plugin(*entry, result->backend);
     *table = NULL;
     FILE *stream = open_memstream(table, &table_bytes);
     if (stream) {
@@ -62,25 +44,18 @@ bool record_judge_backend(const struct record_job *job, struct backend_result *r
 
 /* ---- worker side ------------------------------------------------------------------------------ */
 
-static int send_json(struct worker_channel *channel, cJSON *message)
+/* Sends text (freed) as the task's message: 0, or < 0 when it could not be made or sent. */
+static int send_text(struct worker_channel *channel, char *text)
 {
-    char *text = message ? cJSON_PrintUnformatted(message) : NULL;
     int status = text ? worker_send(channel, text, strlen(text)) : AUDIT_ENOMEM;
     free(text);
-    cJSON_Delete(message);
     return status;
 }
 
 int record_send_failure(struct worker_channel *channel, const char *key, int code,
                         const char *message)
 {
-    cJSON *json = cJSON_CreateObject();
-    cJSON *body = json ? cJSON_AddObjectToObject(json, key) : NULL;
-    if (body) {
-        cJSON_AddNumberToObject(body, "code", code);
-        cJSON_AddStringToObject(body, "message", message);
-    }
-    return send_json(channel, json);
+    return send_text(channel, result_wire_failure(key, code, message));
 }
 
 int record_reference_hashes(const struct check_context *checks,
@@ -171,17 +146,17 @@ int record_replay_backends(struct worker_channel *channel, size_t first,
         if (lost)
             /* A sticky error: the backend's own fault, contained to this process. */
             backend_result_set_status(&result, BACKEND_CUDA_ERROR, "%s", err.message);
-        cJSON *message = cJSON_CreateObject();
-        if (!message || !record_judge_backend(job, &result, &entry, &table)) {
-            cJSON_Delete(message);
+        bool failed;
+        if (!record_judge_backend(job, &result, &entry, &table, &failed)) {
             backend_result_release(&result);
             return 3;
         }
         backend_result_release(&result);
-        cJSON_AddItemToObject(message, "entry", entry);
-        cJSON_AddStringToObject(message, "table", table);
+        char *message = result_wire_entry(entry, table);
         free(table);
-        if (send_json(channel, message) < 0)
+        if (!message)
+            return 3;
+        if (send_text(channel, message) < 0)
             return 2;
         if (lost)
             return WORKER_JOB_LEAVE;
@@ -236,7 +211,9 @@ static int local_entry(struct record_job *job, size_t task, enum backend_status 
     va_end(args);
     cJSON_Delete(job->entries[task]);
     free(job->table_lines[task]);
-    bool made = record_judge_backend(job, &result, &job->entries[task], &job->table_lines[task]);
+    bool made = record_judge_backend(job, &result, &job->entries[task], &job->table_lines[task],
+                                     &job->failed[task]);
+    backend_result_time_breakdown(&result, &job->times[task]);
     backend_result_release(&result);
     return made ? AUDIT_OK : AUDIT_ENOMEM;
 }
@@ -264,39 +241,30 @@ int record_on_result(void *user, size_t task, const struct worker_event *event)
         return local_entry(job, task, BACKEND_CRASH, "%s record %u, backend %s: the worker "
                                                       "process %s",
                            base->file, base->record->index, name, event->description);
-    cJSON *message = cJSON_ParseWithLength(event->data, event->bytes);
-    cJSON *entry = cJSON_DetachItemFromObjectCaseSensitive(message, "entry");
-    const cJSON *table = cJSON_GetObjectItemCaseSensitive(message, "table");
-    const cJSON *fatal = cJSON_GetObjectItemCaseSensitive(message, "fatal");
-    const cJSON *device_error = cJSON_GetObjectItemCaseSensitive(message, "device_error");
-    int status = AUDIT_OK;
-    if (entry && cJSON_IsObject(entry) && cJSON_IsString(table)) {
+    struct result_message message;
+    int status = result_wire_decode(event->data, event->bytes, &message);
+    switch (message.kind) {
+    case RESULT_ENTRY:
         cJSON_Delete(job->entries[task]);
         free(job->table_lines[task]);
-        job->entries[task] = entry;
-        job->table_lines[task] = strdup(table->valuestring);
-        entry = NULL;
-        if (!job->table_lines[task])
-            status = AUDIT_ENOMEM;
-    } else if (fatal || device_error) {
-        const cJSON *failure = fatal ? fatal : device_error;
-        const cJSON *code = cJSON_GetObjectItemCaseSensitive(failure, "code");
-        const cJSON *text = cJSON_GetObjectItemCaseSensitive(failure, "message");
-        const char *why = cJSON_IsString(text) ? text->valuestring : "(no message)";
-        status = cJSON_IsNumber(code) && code->valueint < 0 ? code->valueint : AUDIT_EDEVICE;
-        if (device_error) {
-            /* The device itself could not be set up: the rest of the GPU work is skipped. */
-            audit_device_lost(state, why);
-            status = AUDIT_EDEVICE;
-        } else {
-            audit_stop(state, status, why);
-        }
-    } else {
-        status = local_entry(job, task, BACKEND_CRASH, "%s record %u, backend %s: the worker "
-                                                       "sent an unreadable result",
-                             base->file, base->record->index, name);
+        job->entries[task] = message.entry;
+        job->table_lines[task] = message.table;
+        job->failed[task] = message.failed;
+        job->times[task] = message.time;
+        return AUDIT_OK;
+    case RESULT_DEVICE_ERROR:
+        /* The device itself could not be set up: the rest of the GPU work is skipped. */
+        audit_device_lost(state, message.message);
+        return AUDIT_EDEVICE;
+    case RESULT_FATAL:
+        audit_stop(state, message.code, message.message);
+        return message.code;
+    case RESULT_UNREADABLE:
+        break;
     }
-    cJSON_Delete(entry);
-    cJSON_Delete(message);
-    return status;
+    if (status < 0)
+        return status;
+    return local_entry(job, task, BACKEND_CRASH, "%s record %u, backend %s: the worker sent an "
+                                                 "unreadable result",
+                       base->file, base->record->index, name);
 }

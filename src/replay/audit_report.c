@@ -1,25 +1,40 @@
-/* Device passes (--devices) and the report entries the engine adds itself: each record's
- * global number, per_device[] lists, the shard and device list of the context, and the
- * cross_device block (docs/REPORT.md "Several devices"). */
+/* What the engine writes into the run report beside report.c's records and entries
+ * (docs/REPORT.md "Scale-out"): each record's global number, per_device[] lists of --devices
+ * passes, the shard and device list of the context, the cross_device block, and the plugin a
+ * backend comes from. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "audit_internal.h"
 #include "gate.h"
 #include "json_util.h"
+#include "plugin.h"
 
 static cJSON *json_child(const cJSON *object, const char *key)
 {
     return cJSON_GetObjectItemCaseSensitive(object, key);
 }
 
-bool audit_entry_failed(const cJSON *entry)
+void audit_entry_add_plugin(cJSON *entry, const struct topk_backend *backend)
 {
-    const cJSON *verdict = json_child(entry, "verdict");
-    return cJSON_IsString(verdict) && strcmp(verdict->valuestring, "fail") == 0;
+    const char *path = plugin_backend_path(backend);
+    if (!entry || !path)
+        return;
+    cJSON *plugin = cJSON_AddObjectToObject(entry, "plugin");
+    if (!plugin)
+        return;
+    cJSON_AddStringToObject(plugin, "path", path);
+    const char *sha256 = plugin_backend_sha256(backend);
+    if (sha256)
+        cJSON_AddStringToObject(plugin, "sha256", sha256);
+    else
+        cJSON_AddNullToObject(plugin, "sha256");
 }
 
-cJSON *audit_device_identity_json(size_t index, int ordinal, const struct gpu_device_info *info)
+/* The device of --devices entry index as per_device[] and cross_device show it (info NULL when
+ * it could not be described). */
+static cJSON *device_identity_json(size_t index, int ordinal, const struct gpu_device_info *info)
 {
     cJSON *json = cJSON_CreateObject();
     char text[32];
@@ -40,6 +55,26 @@ cJSON *audit_device_identity_json(size_t index, int ordinal, const struct gpu_de
     cJSON_AddNumberToObject(json, "driver_version_number", info->driver_version);
     cJSON_AddNumberToObject(json, "runtime_version_number", info->runtime_version);
     return json;
+}
+
+bool audit_identify_pass(struct audit_state *state, size_t pass, int ordinal,
+                         const struct gpu_device_info *info, cJSON *devices)
+{
+    cJSON_Delete(state->pass.device_identity);
+    state->pass.device_identity = device_identity_json(pass, ordinal, info);
+    if (!state->pass.device_identity)
+        return false;
+    cJSON_AddItemToArray(devices, cJSON_Duplicate(state->pass.device_identity, 1));
+    return true;
+}
+
+cJSON *audit_devices_begin(struct audit_state *state)
+{
+    cJSON *devices = cJSON_CreateArray();
+    if (devices && state->device_available && state->device_count > 0)
+        (void)audit_identify_pass(state, 0, state->devices[0],
+                                  audit_probed_info(state, state->devices[0]), devices);
+    return devices;
 }
 
 /* Appends the backends of source (a record object of this pass) to the per_device[] lists of
@@ -78,26 +113,45 @@ static int attach_per_device(const struct audit_state *state, cJSON *target, con
     return AUDIT_OK;
 }
 
-/* The report's record for file and index, searched from the cursor on (passes replay the
+/* The first pass's record of file and index, searched from the cursor on (passes replay the
  * records in the same order, so this is usually the next one). */
-static cJSON *find_record_json(struct audit_state *state, const char *file, uint32_t index)
+static cJSON *find_record(struct audit_state *state, const char *file, uint32_t index)
 {
-    cJSON *records = state->report.records;
-    for (int round = 0; round < 2; round++) {
-        cJSON *start = round == 0 ? state->pass.record_cursor : records->child;
-        for (cJSON *record = start; record; record = record->next) {
-            if (round == 1 && record == state->pass.record_cursor)
-                break;
-            const cJSON *record_file = json_child(record, "file");
-            const cJSON *record_index = json_child(record, "index");
-            if (cJSON_IsString(record_file) && strcmp(record_file->valuestring, file) == 0 &&
-                cJSON_IsNumber(record_index) && (uint32_t)record_index->valuedouble == index) {
-                state->pass.record_cursor = record->next;
-                return record;
+    const struct audit_records_added *added = &state->added;
+    for (size_t round = 0; round < 2; round++) {
+        const size_t start = round == 0 ? state->pass.next_slot : 0;
+        const size_t end = round == 0 ? added->count : state->pass.next_slot;
+        for (size_t i = start; i < end; i++) {
+            if (added->slots[i].index == index && strcmp(added->slots[i].file, file) == 0) {
+                state->pass.next_slot = i + 1;
+                return added->slots[i].json;
             }
         }
     }
     return NULL;
+}
+
+/* Remembers a record of the first pass for the later ones. */
+static int remember_record(struct audit_state *state, const char *file, uint32_t index,
+                           cJSON *json)
+{
+    struct audit_records_added *added = &state->added;
+    if (added->count == added->capacity) {
+        size_t capacity = added->capacity ? 2 * added->capacity : 64;
+        struct audit_record_slot *grown = realloc(added->slots, capacity * sizeof(*grown));
+        if (!grown)
+            return AUDIT_ENOMEM;
+        added->slots = grown;
+        added->capacity = capacity;
+    }
+    added->slots[added->count++] = (struct audit_record_slot){ file, index, json };
+    return AUDIT_OK;
+}
+
+void audit_records_added_free(struct audit_records_added *added)
+{
+    free(added->slots);
+    memset(added, 0, sizeof(*added));
 }
 
 int audit_add_record(struct audit_state *state, const struct record_result *result,
@@ -106,66 +160,35 @@ int audit_add_record(struct audit_state *state, const struct record_result *resu
     if (report_add_record_entries(&state->report, result, entries, state->options->backend_count,
                                   err) < 0)
         return err->code;
-    cJSON *added = state->pass.record_cursor ? state->pass.record_cursor->next
-                                             : state->report.records->child;
-    if (!added || !json_add_u64(added, "global_index", global_index))
+    cJSON *last = state->added.count ? state->added.slots[state->added.count - 1].json : NULL;
+    cJSON *added = last ? last->next : state->report.records->child;
+    if (!added || !json_add_u64(added, "global_index", global_index) ||
+        remember_record(state, result->file, result->record->index, added) < 0)
         return audit_fail(err, AUDIT_ENOMEM, "out of memory reporting %s record %u", result->file,
                           result->record->index);
-    state->pass.record_cursor = added;
     if (state->pass.device_identity)
         return attach_per_device(state, added, added, err);
     return AUDIT_OK;
 }
 
 int audit_add_device_pass(struct audit_state *state, const struct record_result *result,
-                          cJSON **entries, struct audit_error *err)
+                          cJSON **entries, const struct time_breakdown *times,
+                          struct audit_error *err)
 {
     const struct audit_options *options = state->options;
     /* The table's time lines cover every device's work. */
-    for (size_t i = 0; i < options->backend_count; i++) {
-        struct time_breakdown time;
-        time_breakdown_from_json(json_child(entries[i], "time_breakdown_ms"), &time);
-        report_count_time(&state->report, options->backends[i]->name, &time);
-    }
+    for (size_t i = 0; i < options->backend_count; i++)
+        report_count_time(&state->report, options->backends[i]->name, &times[i]);
     cJSON *json = report_record_json_entries(result, entries, options->backend_count);
     if (!json)
         return audit_fail(err, AUDIT_ENOMEM, "out of memory reporting %s record %u", result->file,
                           result->record->index);
-    cJSON *target = find_record_json(state, result->file, result->record->index);
+    cJSON *target = find_record(state, result->file, result->record->index);
     int status = AUDIT_OK;
     if (target)
         status = attach_per_device(state, target, json, err);
     cJSON_Delete(json);
     return status;
-}
-
-/* A device that cannot be described skips the GPU work of its pass (the report says why). Each
- * worker opens the device itself. */
-void audit_pass_start(struct audit_state *state, size_t pass, cJSON *devices)
-{
-    const struct audit_callbacks *callbacks = state->callbacks;
-    const int ordinal = state->devices[pass];
-    const struct gpu_device_info *info = audit_probed_info(state, ordinal);
-    /* The session worker replays on one device: the next record forks one for this pass's. */
-    worker_session_stop(&state->pass.session);
-    state->pass.ordinal = ordinal;
-    state->device_failed = false;
-    cJSON_Delete(state->pass.device_identity);
-    state->pass.device_identity = NULL;
-    if (!info) {
-        char message[AUDIT_ERROR_MESSAGE_BYTES];
-        snprintf(message, sizeof(message), "device %d: %.900s", ordinal,
-                 state->probe.query_error[0] ? state->probe.query_error : "cannot be queried");
-        audit_device_lost(state, message);
-    }
-    state->pass.device_identity = audit_device_identity_json(pass, ordinal, info);
-    if (!state->pass.device_identity) {
-        audit_stop(state, AUDIT_ENOMEM, "out of memory describing a device");
-        return;
-    }
-    cJSON_AddItemToArray(devices, cJSON_Duplicate(state->pass.device_identity, 1));
-    if (callbacks->pass_start)
-        callbacks->pass_start(callbacks->user, pass, ordinal, info);
 }
 
 void audit_add_scale_out_context(struct audit_state *state)
@@ -207,9 +230,11 @@ int audit_add_cross_device(struct audit_state *state, cJSON *devices)
         return AUDIT_ENOMEM;
     cJSON_AddItemToObject(state->report.root, "cross_device", block);
     const cJSON *entry;
-    cJSON_ArrayForEach(entry, json_child(block, "entries"))
-        if (audit_entry_failed(entry))
+    cJSON_ArrayForEach(entry, json_child(block, "entries")) {
+        const cJSON *verdict = json_child(entry, "verdict");
+        if (cJSON_IsString(verdict) && strcmp(verdict->valuestring, "fail") == 0)
             state->any_failure = true;
+    }
     if (callbacks->cross_device)
         callbacks->cross_device(callbacks->user, block, state->device_available);
     return AUDIT_OK;
