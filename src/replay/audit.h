@@ -13,9 +13,9 @@
  *   serves record after record (src/replay/session_worker.c), a record too big to send gets a
  *   worker forked for it (src/replay/record_worker.c); a hang, crash or poisoned context is that
  *   backend's status and a fresh worker takes the rest;
- * - with --devices, the whole audit runs once per listed device (a device pass,
- *   src/replay/audit_passes.c): the first pass writes the records, each later one adds its
- *   per_device[] entries, and the cross_device block compares them;
+ * - with --devices, the whole audit runs once per listed device (a device pass): the first
+ *   pass writes the records, each later one adds its per_device[] entries to them, and the
+ *   cross_device block compares them (src/replay/audit_report.c);
  * - the report is finished with the exit code.
  *
  * Interruption: with worker_signals_install() in effect (the front installs it before audit_run
@@ -23,9 +23,11 @@
  * SIGINT and SIGTERM stop the workers and the run, and the report says complete: false.
  *
  * Devices in parallel: every callback that concerns a device pass names it (pass, the index in
- * the --devices list), and a pass's own state lives apart from the run's (struct audit_pass in
- * audit_internal.h), so passes can later run in one worker process each, their records merged
- * into the report in list order by the main process, without changing this interface. */
+ * the --devices list), a pass's own state lives apart from the run's (struct audit_pass in
+ * audit_internal.h), and a later pass adds to the report only through the entries and times
+ * of each record (audit_add_device_pass), so passes can later run in one worker process each,
+ * their results merged into the report in list order by the main process, without changing
+ * this interface. */
 #ifndef DSATOPK_AUDIT_H
 #define DSATOPK_AUDIT_H
 
