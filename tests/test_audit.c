@@ -131,6 +131,15 @@ static struct audit_callbacks callbacks_for(struct seen *seen)
     return callbacks;
 }
 
+/* Runs the audit of options with the recording callbacks; returns audit_run's status. */
+static int run_audit(const struct audit_options *options, struct seen *seen,
+                     struct audit_result *result, struct audit_error *err)
+{
+    const struct audit_callbacks callbacks = callbacks_for(seen);
+    memset(seen, 0, sizeof(*seen));
+    return audit_run(options, &callbacks, result, err);
+}
+
 static const cJSON *child(const cJSON *object, const char *key)
 {
     return cJSON_GetObjectItemCaseSensitive(object, key);
@@ -141,11 +150,10 @@ static void test_every_record(void **state)
     struct fixture *fixture = *state;
     const char *inputs[] = { fixture->capture };
     struct audit_options options = small_audit(inputs, 1);
-    struct seen seen = { 0 };
-    struct audit_callbacks callbacks = callbacks_for(&seen);
+    struct seen seen;
     struct audit_result result;
     struct audit_error err = { 0 };
-    assert_int_equal(audit_run(&options, &callbacks, &result, &err), 0);
+    assert_int_equal(run_audit(&options, &seen, &result, &err), 0);
     assert_true(result.report_ready);
     assert_int_equal(result.exit_code, 0);
     assert_true(result.complete);
@@ -180,11 +188,10 @@ static void test_shard_and_records(void **state)
     options.record_count = 2;
     options.shard_index = 1;
     options.shard_count = 2;
-    struct seen seen = { 0 };
-    struct audit_callbacks callbacks = callbacks_for(&seen);
+    struct seen seen;
     struct audit_result result;
     struct audit_error err = { 0 };
-    assert_int_equal(audit_run(&options, &callbacks, &result, &err), 0);
+    assert_int_equal(run_audit(&options, &seen, &result, &err), 0);
     /* Records 0 and 2 are selected (global numbers 0 and 1); shard 1/2 takes the second. */
     assert_int_equal(seen.records_done, 1);
     const cJSON *records_json = child(result.report.root, "records");
@@ -203,11 +210,10 @@ static void test_missing_input(void **state)
     struct fixture *fixture = *state;
     const char *inputs[] = { fixture->missing, fixture->capture };
     struct audit_options options = small_audit(inputs, 2);
-    struct seen seen = { 0 };
-    struct audit_callbacks callbacks = callbacks_for(&seen);
+    struct seen seen;
     struct audit_result result;
     struct audit_error err = { 0 };
-    assert_int_equal(audit_run(&options, &callbacks, &result, &err), 0);
+    assert_int_equal(run_audit(&options, &seen, &result, &err), 0);
     assert_int_equal(result.exit_code, EXIT_BAD_INPUT);
     assert_int_equal(seen.errors, 1);
     assert_non_null(strstr(seen.last_error, "missing.bin"));
@@ -227,11 +233,10 @@ static void test_row_outside_record(void **state)
     struct audit_options options = small_audit(inputs, 1);
     options.rows = rows;
     options.row_count = 2;
-    struct seen seen = { 0 };
-    struct audit_callbacks callbacks = callbacks_for(&seen);
+    struct seen seen;
     struct audit_result result;
     struct audit_error err = { 0 };
-    assert_int_equal(audit_run(&options, &callbacks, &result, &err), 0);
+    assert_int_equal(run_audit(&options, &seen, &result, &err), 0);
     assert_int_equal(result.exit_code, EXIT_USAGE);
     assert_int_equal(seen.records_done, 0);
     assert_int_equal(seen.errors, 3);
@@ -248,11 +253,10 @@ static void test_devices_block(void **state)
     options.devices = devices;
     options.device_count = 1;
     options.devices_text = "0";
-    struct seen seen = { 0 };
-    struct audit_callbacks callbacks = callbacks_for(&seen);
+    struct seen seen;
     struct audit_result result;
     struct audit_error err = { 0 };
-    assert_int_equal(audit_run(&options, &callbacks, &result, &err), 0);
+    assert_int_equal(run_audit(&options, &seen, &result, &err), 0);
     assert_int_equal(seen.cross_device, 1);
     assert_non_null(child(result.report.root, "cross_device"));
     const cJSON *listed = child(child(result.report.root, "context"), "devices");
@@ -265,12 +269,11 @@ static void test_stopped_before_the_audit(void **state)
     struct fixture *fixture = *state;
     const char *inputs[] = { fixture->capture };
     struct audit_options options = small_audit(inputs, 1);
-    struct seen seen = { 0 };
-    struct audit_callbacks callbacks = callbacks_for(&seen);
+    struct seen seen;
     struct audit_result result;
     struct audit_error err = { 0 };
     worker_stop_request(SIGINT);
-    int status = audit_run(&options, &callbacks, &result, &err);
+    int status = run_audit(&options, &seen, &result, &err);
     worker_stop_clear();
     assert_int_equal(status, AUDIT_EFAILED);
     assert_int_equal(result.exit_code, 128 + SIGINT);

@@ -1,6 +1,7 @@
 /* The context block every document opens with (src/common/document_context.h): the six keys in
  * their order, the build's version and revision, the time as YYYY-MM-DDTHH:MM:SSZ within a second
- * or two of now, the host, and null for a string the caller does not have. */
+ * or two of now, the host, and null for a string the caller does not have; a document opens with
+ * schema, schema_version and that block. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -73,12 +74,31 @@ static void test_missing_strings_are_null(void **state)
     assert_int_not_equal(document_context_add(NULL, &context), 0);
 }
 
+static void test_document_begin(void **state)
+{
+    (void)state;
+    struct document_context context;
+    cJSON *context_json = NULL;
+    document_context_fill(&context, "v", "c");
+    cJSON *document = document_begin("dsatopk-audit/test", 3, &context, &context_json);
+    assert_non_null(document);
+    assert_string_equal(document->child->string, "schema");
+    assert_string_equal(document->child->valuestring, "dsatopk-audit/test");
+    assert_string_equal(document->child->next->string, "schema_version");
+    assert_int_equal(document->child->next->valueint, 3);
+    assert_string_equal(document->child->next->next->string, "context");
+    assert_ptr_equal(document->child->next->next, context_json);
+    assert_string_equal(context_json->child->string, "tool_version");
+    cJSON_Delete(document);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keys_in_order),
         cmocka_unit_test(test_utc_time_is_now),
         cmocka_unit_test(test_missing_strings_are_null),
+        cmocka_unit_test(test_document_begin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,17 +9,8 @@
 
 cJSON *inspect_json_begin(const struct document_context *context)
 {
-    cJSON *document = cJSON_CreateObject();
-    cJSON *context_json = document_context_json(context);
-    if (!document || !context_json) {
-        cJSON_Delete(document);
-        cJSON_Delete(context_json);
-        return NULL;
-    }
-    cJSON_AddStringToObject(document, "schema", INSPECT_SCHEMA);
-    cJSON_AddNumberToObject(document, "schema_version", INSPECT_SCHEMA_VERSION);
-    cJSON_AddItemToObject(document, "context", context_json);
-    if (!cJSON_AddArrayToObject(document, "files")) {
+    cJSON *document = document_begin(INSPECT_SCHEMA, INSPECT_SCHEMA_VERSION, context, NULL);
+    if (document && !cJSON_AddArrayToObject(document, "files")) {
         cJSON_Delete(document);
         return NULL;
     }

@@ -52,3 +52,20 @@ cJSON *document_context_json(const struct document_context *context)
     }
     return object;
 }
+
+cJSON *document_begin(const char *schema, int schema_version,
+                      const struct document_context *context, cJSON **context_json)
+{
+    cJSON *document = cJSON_CreateObject();
+    cJSON *context_object = document_context_json(context);
+    if (!document || !context_object || !cJSON_AddStringToObject(document, "schema", schema) ||
+        !cJSON_AddNumberToObject(document, "schema_version", schema_version)) {
+        cJSON_Delete(document);
+        cJSON_Delete(context_object);
+        return NULL;
+    }
+    cJSON_AddItemToObject(document, "context", context_object);
+    if (context_json)
+        *context_json = context_object;
+    return document;
+}

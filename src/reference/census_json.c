@@ -10,24 +10,15 @@
 cJSON *census_json_begin(const struct document_context *context,
                          const struct census_selection *selection)
 {
-    cJSON *document = cJSON_CreateObject();
-    cJSON *context_json = document_context_json(context);
-    if (!document || !context_json)
-        goto error;
-    cJSON_AddStringToObject(document, "schema", CENSUS_SCHEMA);
-    cJSON_AddNumberToObject(document, "schema_version", CENSUS_SCHEMA_VERSION);
-    cJSON_AddItemToObject(document, "context", context_json);
-    context_json = NULL;
-    cJSON *ks = cJSON_AddArrayToObject(document, "ks");
-    if (!ks || !cJSON_AddArrayToObject(document, "files"))
-        goto error;
+    cJSON *document = document_begin(CENSUS_SCHEMA, CENSUS_SCHEMA_VERSION, context, NULL);
+    cJSON *ks = document ? cJSON_AddArrayToObject(document, "ks") : NULL;
+    if (!ks || !cJSON_AddArrayToObject(document, "files")) {
+        cJSON_Delete(document);
+        return NULL;
+    }
     for (size_t i = 0; i < selection->k_count; i++)
         cJSON_AddItemToArray(ks, cJSON_CreateNumber(selection->ks[i]));
     return document;
-error:
-    cJSON_Delete(context_json);
-    cJSON_Delete(document);
-    return NULL;
 }
 
 static bool record_selected(const struct census_selection *selection, uint32_t index,

@@ -178,6 +178,35 @@ static int add_to_report(struct audit_state *state, const struct record_result *
     return AUDIT_OK;
 }
 
+/* prepare_record: the record is invalid, and reported as an input error. */
+#define RECORD_INVALID 1
+
+/* The record's CPU side: its checks (with the reference) and its census. Returns 0,
+ * RECORD_INVALID, or a fatal code with err filled. */
+static int prepare_record(struct audit_state *state, const char *file,
+                          const struct capture_record *record,
+                          const struct capture_record *replayed, uint32_t k,
+                          struct check_context *checks, bool *checks_ready, cJSON **census,
+                          struct census_row **census_rows, struct record_time *time,
+                          struct audit_error *err)
+{
+    double started_ms = report_monotonic_ms();
+    int status = checks_prepare(checks, replayed, k, err);
+    time->reference_ms += report_monotonic_ms() - started_ms;
+    if (status == AUDIT_OK) {
+        *checks_ready = true;
+        started_ms = report_monotonic_ms();
+        status = census_record_json(replayed, &k, 1, census, census_rows, err);
+        time->census_ms = report_monotonic_ms() - started_ms;
+    }
+    if (status != AUDIT_EDATA)
+        return status;
+    audit_error_prefix(err, "%s record %u", file, record->index);
+    audit_input_error(state, file, record->index, (int64_t)record->file_offset, "invalid",
+                      err->message);
+    return RECORD_INVALID;
+}
+
 /* CPU side (reference hashes, census) always; GPU side per backend when a device is usable. */
 static void run_record(struct audit_state *state, const char *file, const char *stem,
                        const struct capture_record *record, uint64_t global_index)
@@ -213,27 +242,10 @@ static void run_record(struct audit_state *state, const char *file, const char *
         replayed = &narrowed;
     }
     const uint32_t k = options->k_override ? options->k_override : replayed->k;
-    double phase_started_ms = report_monotonic_ms();
-    status = checks_prepare(&checks, replayed, k, &err);
-    time.reference_ms += report_monotonic_ms() - phase_started_ms;
-    if (status == AUDIT_EDATA) {
-        audit_error_prefix(&err, "%s record %u", file, record->index);
-        audit_input_error(state, file, record->index, (int64_t)record->file_offset, "invalid",
-                          err.message);
+    status = prepare_record(state, file, record, replayed, k, &checks, &checks_ready, &census,
+                            &census_rows, &time, &err);
+    if (status == RECORD_INVALID)
         goto done;
-    }
-    if (status < 0)
-        goto fatal;
-    checks_ready = true;
-    phase_started_ms = report_monotonic_ms();
-    status = census_record_json(replayed, &k, 1, &census, &census_rows, &err);
-    time.census_ms = report_monotonic_ms() - phase_started_ms;
-    if (status == AUDIT_EDATA) {
-        audit_error_prefix(&err, "%s record %u", file, record->index);
-        audit_input_error(state, file, record->index, (int64_t)record->file_offset, "invalid",
-                          err.message);
-        goto done;
-    }
     if (status < 0)
         goto fatal;
 
@@ -246,7 +258,7 @@ static void run_record(struct audit_state *state, const char *file, const char *
         .census_rows = census_rows,
         .backend_count = 0, /* the backends' entries are built by the workers */
     };
-    phase_started_ms = report_monotonic_ms();
+    double phase_started_ms = report_monotonic_ms();
     status = record_reference_hashes(&checks, replayed, k, &result, &err);
     if (status < 0)
         goto fatal;

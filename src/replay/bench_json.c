@@ -32,18 +32,13 @@ static cJSON *device_json(const struct bench_device *measured)
 cJSON *bench_json_begin(const struct document_context *context,
                         const struct bench_device *device)
 {
-    cJSON *document = cJSON_CreateObject();
-    cJSON *context_json = document_context_json(context);
-    cJSON *device_object = device_json(device);
-    if (!document || !context_json || !device_object) {
+    cJSON *context_json = NULL;
+    cJSON *document = document_begin(BENCH_SCHEMA, BENCH_SCHEMA_VERSION, context, &context_json);
+    cJSON *device_object = document ? device_json(device) : NULL;
+    if (!device_object) {
         cJSON_Delete(document);
-        cJSON_Delete(context_json);
-        cJSON_Delete(device_object);
         return NULL;
     }
-    cJSON_AddStringToObject(document, "schema", BENCH_SCHEMA);
-    cJSON_AddNumberToObject(document, "schema_version", BENCH_SCHEMA_VERSION);
-    cJSON_AddItemToObject(document, "context", context_json);
     cJSON_AddItemToObject(context_json, "device", device_object);
     cJSON_AddStringToObject(context_json, "method",
                             "CUDA graph replay; per-call time = replay time / launches in the "

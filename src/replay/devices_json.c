@@ -144,15 +144,9 @@ error:
 cJSON *devices_json_begin(const struct document_context *context,
                           const struct devices_query *query, const struct devices_cuda *cuda)
 {
-    cJSON *document = cJSON_CreateObject();
-    cJSON *context_json = document_context_json(context);
-    if (!document || !context_json) {
-        cJSON_Delete(context_json);
-        goto error;
-    }
-    cJSON_AddStringToObject(document, "schema", DEVICES_SCHEMA);
-    cJSON_AddNumberToObject(document, "schema_version", DEVICES_SCHEMA_VERSION);
-    cJSON_AddItemToObject(document, "context", context_json);
+    cJSON *document = document_begin(DEVICES_SCHEMA, DEVICES_SCHEMA_VERSION, context, NULL);
+    if (!document)
+        return NULL;
     cJSON *query_json = cJSON_AddObjectToObject(document, "query");
     cJSON *k_list = query_json ? cJSON_AddArrayToObject(query_json, "k") : NULL;
     if (!k_list)

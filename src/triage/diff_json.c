@@ -5,16 +5,9 @@
 cJSON *diff_json_begin(const struct document_context *context, const char *path_a,
                        const char *path_b, uint32_t k_override)
 {
-    cJSON *document = cJSON_CreateObject();
-    cJSON *context_json = document_context_json(context);
-    if (!document || !context_json) {
-        cJSON_Delete(document);
-        cJSON_Delete(context_json);
+    cJSON *document = document_begin(DIFF_SCHEMA, DIFF_SCHEMA_VERSION, context, NULL);
+    if (!document)
         return NULL;
-    }
-    cJSON_AddStringToObject(document, "schema", DIFF_SCHEMA);
-    cJSON_AddNumberToObject(document, "schema_version", DIFF_SCHEMA_VERSION);
-    cJSON_AddItemToObject(document, "context", context_json);
     cJSON *inputs = cJSON_AddObjectToObject(document, "inputs");
     if (inputs) {
         cJSON_AddStringToObject(inputs, "a", path_a);
