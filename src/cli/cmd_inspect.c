@@ -61,8 +61,8 @@ static int inspect_file(cJSON *document, const char *path, struct inspect_totals
         return AUDIT_OK;
     fprintf(stderr, "dsatopk-audit inspect: %s\n", outcome.message);
     if (strcmp(outcome.file_status, "truncated") == 0)
-        fprintf(stderr, "dsatopk-audit inspect: %s: %" PRIu32 " intact record%s end at byte %" PRIu64
-                " (a writer killed mid-append leaves this; `truncate -s %" PRIu64
+        fprintf(stderr, "dsatopk-audit inspect: %s: %" PRIu32 " intact record%s end at byte "
+                "%" PRIu64 " (a writer killed mid-append leaves this; `truncate -s %" PRIu64
                 "` keeps them before appending more)\n",
                 path, outcome.next_record, outcome.next_record == 1 ? "" : "s",
                 outcome.next_offset, outcome.next_offset);

@@ -35,8 +35,9 @@ int document_context_add(cJSON *object, const struct document_context *context);
  * "context"; NULL when out of memory. */
 cJSON *document_context_json(const struct document_context *context);
 
-/* A new document opening with "schema", "schema_version" and "context" (the six keys; *context_json,
- * when not NULL, receives that object for the caller's own fields). NULL when out of memory. */
+/* A new document opening with "schema", "schema_version" and "context" (the six keys;
+ * *context_json, when not NULL, receives that object for the caller's own fields). NULL when out
+ * of memory. */
 cJSON *document_begin(const char *schema, int schema_version,
                       const struct document_context *context, cJSON **context_json);
 

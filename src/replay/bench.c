@@ -338,8 +338,9 @@ static int prepare_device(const struct bench_options *options, struct bench_devi
 
 /* Every backend on one uploaded shape and family. */
 static int bench_backends(const struct bench_options *options,
-                          const struct bench_callbacks *callbacks, const struct bench_device *device,
-                          struct bench_result *result, struct bench_buffers *buffers,
+                          const struct bench_callbacks *callbacks,
+                          const struct bench_device *device, struct bench_result *result,
+                          struct bench_buffers *buffers,
                           const struct topk_shape *topk_shape, struct audit_error *err)
 {
     for (int b = 0; b < options->backend_count; b++) {

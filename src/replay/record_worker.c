@@ -42,7 +42,7 @@ bool record_judge_backend(const struct record_job *job, struct backend_result *r
     return true;
 }
 
-/* ---- worker side ------------------------------------------------------------------------------ */
+/* ---- worker side ----------------------------------------------------------------------------- */
 
 /* Sends text (freed) as the task's message: 0, or < 0 when it could not be made or sent. */
 static int send_text(struct worker_channel *channel, char *text)
@@ -191,7 +191,7 @@ int record_worker_main(struct worker_channel *channel, size_t first, void *user)
     return status == WORKER_JOB_LEAVE ? 0 : status;
 }
 
-/* ---- main process side ------------------------------------------------------------------------ */
+/* ---- main process side ----------------------------------------------------------------------- */
 
 /* An entry made here for a backend whose worker gave no result. */
 static int local_entry(struct record_job *job, size_t task, enum backend_status status,
