@@ -1,5 +1,6 @@
-/* Capture format: round trips of every section combination, concatenation, truncation at every
- * byte, flipped bytes, hostile headers whose checksums are consistent, and validation. */
+/* Capture format: round trips of every section combination (with the layout helpers: where the
+ * next record starts, the raw payload's size), concatenation, truncation at every byte, flipped
+ * bytes, hostile headers whose checksums are consistent, and validation. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -270,7 +271,13 @@ static void test_round_trip_every_section_combination(void **state)
         assert_int_equal(read[i].compressed, i >= 8);
         uint64_t next = i + 1 < 16 ? offsets[i + 1] : expected_offset;
         assert_int_equal(read[i].stored_payload_bytes, next - offsets[i] - HEADER_BYTES);
+        /* The layout helpers: where the next record starts, and the raw payload's size (the
+         * stored size when not compressed; a compressed record's is its uncompressed twin's). */
+        assert_int_equal(capture_record_end_offset(&read[i]), next);
+        assert_int_equal(capture_record_raw_payload_bytes(&read[i]),
+                         i < 8 ? read[i].stored_payload_bytes : read[i - 8].stored_payload_bytes);
     }
+    assert_int_equal(CAPTURE_RECORD_HEADER_BYTES, HEADER_BYTES);
     /* The stored SHA-256 is the hash of the stored payload bytes as they lie in the file. */
     size_t file_size;
     uint8_t *bytes = read_whole_file(path, &file_size);

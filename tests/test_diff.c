@@ -1,7 +1,9 @@
 /* Row comparison behind `diff` and row selection behind `extract` (src/triage/selection.c): one
  * constructed pair per diff case, the crossing rule at ties, short rows and non-finite values,
  * page-table placement, a randomised check that the crossing rule never misses a set change,
- * list parsing and row extraction. */
+ * list parsing and row extraction. A record at a time (src/triage/diff_record.c, diff_json.c):
+ * the differing rows kept in order, the counts, the mismatch messages, the totals, and the
+ * record's and the summary's objects in the document. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +18,8 @@
 #include <time.h>
 
 #include "capture.h"
+#include "diff_json.h"
+#include "diff_record.h"
 #include "selection.h"
 
 #define assert_message_contains(err, text)                                                       \
@@ -467,6 +471,67 @@ static void test_record_shape_compare(void **state)
     capture_record_free(&b);
 }
 
+static void test_record_compare_and_document(void **state)
+{
+    (void)state;
+    struct capture_record a = make_record(4, 16, 4);
+    struct capture_record b = make_record(3, 16, 4);
+    b.index = a.index = 2;
+    b.scores[1 * 16 + 0] = 5000.0f; /* row 1 enters its top 4: upstream */
+    b.scores[2 * 16 + 0] = 0.5f;     /* row 2 below its gap: absorbed */
+    struct diff_scratch scratch = { 0 };
+    struct diff_record_result result;
+    struct audit_error err = { 0 };
+    assert_int_equal(diff_record_compare(&a, &b, 0, &scratch, &result, &err), AUDIT_OK);
+    assert_true(result.mismatch);
+    assert_int_equal(result.mismatch_count, 1);
+    assert_string_equal(result.mismatches[0],
+                        "record 2: rows differ (A 4, B 3): compared the first 3");
+    assert_int_equal(result.k, 4);
+    assert_int_equal(result.row_count, 2);
+    assert_int_equal(result.rows[0].row, 1);
+    assert_int_equal(result.rows[0].diff_case, DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED);
+    assert_int_equal(result.rows[1].row, 2);
+    assert_int_equal(result.rows[1].diff_case, DIFF_CASE_SCORES_DIFFER_SELECTION_SAME);
+    assert_int_equal(result.cases[DIFF_CASE_IDENTICAL], 1);
+    assert_int_equal(result.attribution[DIFF_ATTRIBUTION_UPSTREAM], 1);
+    assert_int_equal(result.reference_changed_rows, 1);
+    assert_false(result.scores_identical);
+
+    struct diff_totals totals = { 0 };
+    diff_totals_add(&totals, &result);
+    diff_totals_add(&totals, &result);
+    assert_true(totals.mismatch);
+    assert_int_equal(totals.records, 2);
+    assert_int_equal(totals.rows, 6);
+    assert_int_equal(totals.differing_rows, 4);
+    assert_int_equal(totals.records_scores_differ, 2);
+    assert_int_equal(totals.records_reference_selection_changed, 2);
+
+    struct document_context context;
+    document_context_fill(&context, "v", "diff a b");
+    cJSON *document = diff_json_begin(&context, "a.bin", "b.bin", 0);
+    cJSON *records = cJSON_CreateArray();
+    assert_non_null(document);
+    assert_int_equal(diff_json_add_record(records, &result), AUDIT_OK);
+    assert_int_equal(diff_json_finish(document, &totals, records), AUDIT_OK);
+    const cJSON *record = cJSON_GetArrayItem(cJSON_GetObjectItem(document, "records"), 0);
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(record, "rows_differing")), 2);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(record, "differing_rows")), 2);
+    assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(record, "mismatches"), 0)
+                            ->valuestring, result.mismatches[0]);
+    const cJSON *summary = cJSON_GetObjectItem(document, "summary");
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(summary, "rows_differing")), 4);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(summary, "mismatch")));
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(document, "schema_version")), 2);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(document, "k_override")));
+    cJSON_Delete(document);
+    diff_record_result_release(&result);
+    diff_scratch_free(&scratch);
+    capture_record_free(&a);
+    capture_record_free(&b);
+}
+
 /* ---- lists and extraction ---- */
 
 static void test_parse_list(void **state)
@@ -567,6 +632,7 @@ int main(void)
         cmocka_unit_test(test_page_placement_is_not_a_selection_change),
         cmocka_unit_test(test_crossing_rule_is_sound),
         cmocka_unit_test(test_record_shape_compare),
+        cmocka_unit_test(test_record_compare_and_document),
         cmocka_unit_test(test_parse_list),
         cmocka_unit_test(test_extract_rows),
     };

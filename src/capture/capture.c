@@ -26,7 +26,7 @@
 
 #include "hash.h"
 
-#define HEADER_BYTES 72
+#define HEADER_BYTES CAPTURE_RECORD_HEADER_BYTES
 #define HEADER_CRC_COVERED_BYTES 68
 #define FIXED_PART_BYTES 64
 #define FORMAT_MAJOR 1
@@ -360,6 +360,18 @@ static int record_layout(const struct capture_record *record, struct payload_lay
     if (status < 0)
         return status;
     return compute_layout(&shape, layout, err);
+}
+
+uint64_t capture_record_end_offset(const struct capture_record *record)
+{
+    return record->file_offset + HEADER_BYTES + record->stored_payload_bytes;
+}
+
+uint64_t capture_record_raw_payload_bytes(const struct capture_record *record)
+{
+    struct payload_layout layout;
+    struct audit_error ignored = { 0 };
+    return record_layout(record, &layout, &ignored) == AUDIT_OK ? layout.total_bytes : 0;
 }
 
 /* Every window inside the row stride, and every page-table entry a window needs present,

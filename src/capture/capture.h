@@ -8,6 +8,9 @@
 
 #include "error.h"
 
+/* docs/FORMAT.md: a record is a header of this size followed by its stored payload. */
+#define CAPTURE_RECORD_HEADER_BYTES 72u
+
 /* Hard limits checked before any allocation (docs/FORMAT.md "Limits"). */
 #define CAPTURE_MAX_ROWS (1u << 24)
 #define CAPTURE_MAX_ROW_STRIDE ((uint64_t)INT32_MAX)
@@ -47,6 +50,14 @@ struct capture_record {
     bool compressed;
     uint8_t payload_sha256[32];   /* of the stored payload bytes */
 };
+
+/* Where the record after this one starts in its file (file_offset, the header and the stored
+ * payload): for a record that was read, the byte a reader stopping after it leaves off at. */
+uint64_t capture_record_end_offset(const struct capture_record *record);
+
+/* The exact size of the record's raw (uncompressed) payload (docs/FORMAT.md "Raw payload"); 0
+ * when its sizes do not make a valid payload (never for a record that was read or validated). */
+uint64_t capture_record_raw_payload_bytes(const struct capture_record *record);
 
 enum capture_read_state {
     CAPTURE_READ_OK = 0,

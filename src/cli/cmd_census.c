@@ -1,8 +1,8 @@
 /* census: per record and k, how determined the top-k selection of the captured scores is
  * (tie sets at the boundary, exact-zero plateaus, gaps, predicted staging overflow), before any
- * kernel runs. The numbers come from census_record_json (src/reference/census.c); this file reads the
- * captures, assembles one document (schema "dsatopk-audit/census", version 1, described in
- * docs/REFERENCE.md) and renders it as JSON or as a table. */
+ * kernel runs. The document (schema "dsatopk-audit/census", docs/REFERENCE.md) is built by
+ * src/reference/census_json.c; this file parses the options, tells what went wrong reading a
+ * capture, and renders the document as JSON or as a table. */
 #include <getopt.h>
 #include <glob.h>
 #include <inttypes.h>
@@ -11,19 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
 #include "capture.h"
-#include "census.h"
+#include "census_json.h"
 #include "cli.h"
+#include "document_context.h"
 #include "error.h"
 #include "json_util.h"
 
-#define CENSUS_SCHEMA "dsatopk-audit/census"
-#define CENSUS_SCHEMA_VERSION 1
-#define RECORD_HEADER_BYTES 72 /* docs/FORMAT.md: where the next record starts */
 #define MAX_KS 64
 #define MAX_SELECTED_RECORDS 4096
 #define DEFAULT_CAPTURE_PATTERN "captures/*.bin"
@@ -43,7 +40,7 @@ static const char census_usage[] =
     "options:\n"
     "  -k, --k LIST          comma-separated k values; 0 means each record's own k\n"
     "                        (default 512,1024,2048,0; repeated values are taken once)\n"
-    "  -f, --format FORMAT   json (default; schema dsatopk-audit/census, version 1) or table\n"
+    "  -f, --format FORMAT   json (default; schema dsatopk-audit/census, version 2) or table\n"
     "                        (one line per record and k)\n"
     "  -o, --output FILE     write to FILE (atomically) instead of stdout\n"
     "  -r, --records LIST    only these record indices (comma-separated, 0-based) of each file\n"
@@ -65,122 +62,37 @@ struct census_options {
     int record_count; /* 0: every record */
 };
 
-/* The worst thing met while reading, for the exit status. */
+/* What reading all files met, for the summary and the exit status. */
 struct census_totals {
     uint64_t files, records;
     int worst_status; /* 0, or the AUDIT_E* code that maps to the highest exit code */
 };
 
-static void note_status(struct census_totals *totals, int status)
+/* Takes the census of one file into the document and says on stderr what went wrong. Returns
+ * 0 or AUDIT_ENOMEM. */
+static int census_file(cJSON *document, const char *path,
+                       const struct census_selection *selection, struct census_totals *totals)
 {
-    if (status != AUDIT_OK && audit_exit_code(status) > audit_exit_code(totals->worst_status))
-        totals->worst_status = status;
-}
-
-static bool record_selected(const struct census_options *options, uint32_t index)
-{
-    if (options->record_count == 0)
-        return true;
-    for (int i = 0; i < options->record_count; i++)
-        if (options->records[i] == index)
-            return true;
-    return false;
-}
-
-static const char *read_state_name(int status, const struct capture_reader *reader)
-{
-    if (status == AUDIT_ENOMEM)
-        return "out_of_memory";
-    if (status == AUDIT_EDATA && reader) {
-        switch (capture_reader_state(reader)) {
-        case CAPTURE_READ_TRUNCATED: return "truncated";
-        case CAPTURE_READ_CORRUPT: return "corrupt";
-        default: return "bad_record";
-        }
-    }
-    return "unreadable";
-}
-
-/* Reads one capture and takes the census of its selected records. Problems go to stderr as
- * they are found and into the file's "status"/"error" fields. Returns NULL only when out of
- * memory. */
-static cJSON *census_file(const char *path, const struct census_options *options,
-                          struct census_totals *totals)
-{
-    struct capture_reader *reader = NULL;
-    struct audit_error err = { 0 };
-    uint32_t next_index = 0;
-    uint64_t next_offset = 0;
-    bool failed_in_census = false;
     bool seen[MAX_SELECTED_RECORDS] = { false };
-    cJSON *file = cJSON_CreateObject();
-    cJSON *records = cJSON_CreateArray();
-    if (!file || !records) {
-        cJSON_Delete(file);
-        cJSON_Delete(records);
-        return NULL;
-    }
+    struct census_file_outcome outcome = { .seen = seen };
+    if (census_json_add_file(document, path, selection, &outcome) < 0)
+        return AUDIT_ENOMEM;
     totals->files++;
-    cJSON_AddStringToObject(file, "path", path);
-
-    int status = capture_open(&reader, path, &err);
-    while (status == AUDIT_OK) {
-        struct capture_record record;
-        int result = capture_read_record(reader, &record, &err);
-        if (result <= 0) {
-            status = result;
-            break;
-        }
-        next_index = record.index + 1;
-        next_offset = record.file_offset + RECORD_HEADER_BYTES + record.stored_payload_bytes;
-        if (record_selected(options, record.index)) {
-            for (int i = 0; i < options->record_count; i++)
-                seen[i] |= options->records[i] == record.index;
-            cJSON *item = NULL;
-            status = census_record_json(&record, options->ks, options->k_count, &item, NULL, &err);
-            if (status == AUDIT_OK) {
-                cJSON_AddItemToArray(records, item);
-                totals->records++;
-            } else {
-                audit_error_prefix(&err, "%s", path);
-                failed_in_census = true;
-                next_index = record.index; /* the record at fault */
-                next_offset = record.file_offset;
-            }
-        }
-        capture_record_free(&record);
-    }
-
-    if (status < 0) {
-        const char *kind = failed_in_census ? audit_status_name(status)
-                                            : read_state_name(status, reader);
-        note_status(totals, status);
-        fprintf(stderr, "dsatopk-audit census: %s\n", err.message);
-        if (reader)
+    totals->records += outcome.records;
+    if (outcome.status < 0) {
+        if (audit_exit_code(outcome.status) > audit_exit_code(totals->worst_status))
+            totals->worst_status = outcome.status;
+        fprintf(stderr, "dsatopk-audit census: %s\n", outcome.message);
+        if (outcome.opened)
             fprintf(stderr, "dsatopk-audit census: %s: reported the records before record %" PRIu32
-                    " (byte %" PRIu64 ")\n", path, next_index, next_offset);
-        cJSON_AddStringToObject(file, "status", kind);
-        cJSON *error = cJSON_AddObjectToObject(file, "error");
-        if (error) {
-            if (reader) {
-                json_add_u64(error, "record", next_index);
-                json_add_u64(error, "offset_bytes", next_offset);
-            }
-            cJSON_AddStringToObject(error, "kind", kind);
-            cJSON_AddStringToObject(error, "message", err.message);
-        }
-    } else {
-        cJSON_AddStringToObject(file, "status", "ok");
-        cJSON_AddNullToObject(file, "error");
-        for (int i = 0; i < options->record_count; i++)
-            if (!seen[i])
-                fprintf(stderr, "dsatopk-audit census: %s: no record %llu (the file has %" PRIu32
-                        ")\n", path, options->records[i], next_index);
+                    " (byte %" PRIu64 ")\n", path, outcome.next_record, outcome.next_offset);
+        return AUDIT_OK;
     }
-    json_add_u64(file, "record_count", (uint64_t)cJSON_GetArraySize(records));
-    cJSON_AddItemToObject(file, "records", records);
-    capture_close(reader);
-    return file;
+    for (size_t i = 0; i < selection->record_count; i++)
+        if (!seen[i])
+            fprintf(stderr, "dsatopk-audit census: %s: no record %llu (the file has %" PRIu32
+                    ")\n", path, selection->records[i], outcome.next_record);
+    return AUDIT_OK;
 }
 
 /* ---- table ---- */
@@ -333,23 +245,6 @@ static int parse_options(int argc, char **argv, struct census_options *options)
     return EXIT_AUDIT_OK;
 }
 
-static cJSON *context_json(void)
-{
-    cJSON *context = cJSON_CreateObject();
-    if (!context)
-        return NULL;
-    char now[32] = "";
-    time_t seconds = time(NULL);
-    struct tm utc;
-    if (gmtime_r(&seconds, &utc))
-        strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &utc);
-    cJSON_AddStringToObject(context, "tool", "dsatopk-audit");
-    cJSON_AddStringToObject(context, "tool_version", cli_version());
-    cJSON_AddStringToObject(context, "command_line", cli_command_line());
-    cJSON_AddStringToObject(context, "time_utc", now);
-    return context;
-}
-
 static int run_census(int argc, char **argv)
 {
     struct census_options options = { .format = FORMAT_JSON, .output_path = "-" };
@@ -380,33 +275,22 @@ static int run_census(int argc, char **argv)
         path_count = found.gl_pathc;
     }
 
-    document = cJSON_CreateObject();
+    struct document_context context;
+    document_context_fill(&context, cli_version(), cli_command_line());
+    const struct census_selection selection = {
+        .ks = options.ks,
+        .k_count = options.k_count,
+        .records = options.record_count ? options.records : NULL,
+        .record_count = (size_t)options.record_count,
+    };
+    document = census_json_begin(&context, &selection);
     if (!document)
         goto out_of_memory;
-    cJSON_AddStringToObject(document, "schema", CENSUS_SCHEMA);
-    cJSON_AddNumberToObject(document, "version", CENSUS_SCHEMA_VERSION);
-    cJSON *context = context_json();
-    if (!context)
-        goto out_of_memory;
-    cJSON_AddItemToObject(document, "context", context);
-    cJSON *ks = cJSON_AddArrayToObject(document, "ks");
-    cJSON *files = cJSON_AddArrayToObject(document, "files");
-    if (!ks || !files)
-        goto out_of_memory;
-    for (size_t i = 0; i < options.k_count; i++)
-        cJSON_AddItemToArray(ks, cJSON_CreateNumber(options.ks[i]));
-    for (size_t i = 0; i < path_count; i++) {
-        cJSON *file = census_file(paths[i], &options, &totals);
-        if (!file)
+    for (size_t i = 0; i < path_count; i++)
+        if (census_file(document, paths[i], &selection, &totals) < 0)
             goto out_of_memory;
-        cJSON_AddItemToArray(files, file);
-    }
-    cJSON *summary = cJSON_AddObjectToObject(document, "summary");
-    if (!summary)
+    if (census_json_finish(document, totals.files, totals.records, totals.worst_status) < 0)
         goto out_of_memory;
-    json_add_u64(summary, "files", totals.files);
-    json_add_u64(summary, "records", totals.records);
-    cJSON_AddStringToObject(summary, "status", audit_status_name(totals.worst_status));
 
     text = json_render(document, options.format == FORMAT_JSON ? NULL : print_table);
     if (!text)

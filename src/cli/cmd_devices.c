@@ -1,7 +1,8 @@
 /* devices: lists the CUDA devices and, for every backend of topk_backend_table, its determinism
  * level, its limits and whether it supports each k of a list at one row length on each device,
  * with the reason (docs/BACKENDS.md). One data model (a cJSON document, schema
- * "dsatopk-audit/devices" version 1) is rendered as JSON or as a table.
+ * "dsatopk-audit/devices", built by src/replay/devices_json.c) is rendered as JSON or as a
+ * table; this file parses the options, asks CUDA and prints.
  *
  * Without a GPU or driver it still lists the backends and exits 0. With --emulate-smem-per-sm and
  * no GPU it evaluates the decisions on a described H200-like device whose shared memory is the
@@ -18,25 +19,13 @@
 #include <cuda_runtime_api.h>
 
 #include "cli.h"
+#include "devices_json.h"
+#include "document_context.h"
 #include "error.h"
 #include "json_util.h"
 #include "topk_backends.h"
 
-#define DEVICES_SCHEMA "dsatopk-audit/devices"
-#define DEVICES_SCHEMA_VERSION 1
 #define DEVICES_MAX_K 64
-#define DEVICES_REASON_BYTES 512
-
-/* The device described when there is none and shared memory is emulated: what the lent H200 reported
- * (docs/BACKENDS.md, "Device helpers"). */
-#define DESCRIBED_NAME "H200-like device (described: no GPU present)"
-#define DESCRIBED_CC_MAJOR 9
-#define DESCRIBED_CC_MINOR 0
-#define DESCRIBED_SM_COUNT 132
-#define DESCRIBED_SMEM_PER_SM 233472u
-#define DESCRIBED_SMEM_PER_BLOCK_OPTIN 232448u
-#define DESCRIBED_L2_BYTES 62914560u
-#define DESCRIBED_GLOBAL_MEMORY_BYTES 150109880320ull
 
 static const char devices_usage[] =
     "usage: dsatopk-audit devices [--k LIST] [--length L] [--rows B] [--format table|json]\n"
@@ -55,7 +44,7 @@ static const char devices_usage[] =
     "  --k LIST                    comma-separated k values (default 512,1024,2048,4096)\n"
     "  --length L                  row length the decisions assume (default 131072)\n"
     "  --rows B                    rows per call the decisions assume (default 1)\n"
-    "  --format FORMAT             table (default) or json (schema dsatopk-audit/devices, v1)\n"
+    "  --format FORMAT             table (default) or json (schema dsatopk-audit/devices, v2)\n"
     "  --emulate-smem-per-sm BYTES report BYTES of shared memory per SM (and at most that, less\n"
     "                              the per-block reserve, per block), e.g. 102400 for GB10; the\n"
     "                              global option of the same name does the same\n"
@@ -135,32 +124,6 @@ static int parse_options(int argc, char **argv, struct devices_options *options)
     return EXIT_AUDIT_OK;
 }
 
-/* The described device: the H200's figures with the emulated shared memory applied the way
- * gpu_device_query applies it (the per-block reserve kept). */
-static void describe_device(unsigned long long emulate_smem_per_sm, int runtime_version,
-                            struct gpu_device_info *info)
-{
-    const size_t reserve = DESCRIBED_SMEM_PER_SM - DESCRIBED_SMEM_PER_BLOCK_OPTIN;
-    memset(info, 0, sizeof(*info));
-    info->ordinal = -1;
-    snprintf(info->name, sizeof(info->name), "%s", DESCRIBED_NAME);
-    info->cc_major = DESCRIBED_CC_MAJOR;
-    info->cc_minor = DESCRIBED_CC_MINOR;
-    info->sm_count = DESCRIBED_SM_COUNT;
-    info->reported_smem_per_sm = DESCRIBED_SMEM_PER_SM;
-    info->smem_per_sm = (size_t)emulate_smem_per_sm;
-    info->smem_per_block_optin = DESCRIBED_SMEM_PER_BLOCK_OPTIN;
-    if (info->smem_per_block_optin + reserve > emulate_smem_per_sm)
-        info->smem_per_block_optin = emulate_smem_per_sm > reserve
-                                         ? (size_t)emulate_smem_per_sm - reserve
-                                         : 0;
-    info->smem_emulated = true;
-    info->l2_bytes = DESCRIBED_L2_BYTES;
-    info->global_memory_bytes = DESCRIBED_GLOBAL_MEMORY_BYTES;
-    info->driver_version = 0;
-    info->runtime_version = runtime_version;
-}
-
 /* "13.0" from CUDA's 13000; "none" for 0. */
 static void version_text(int version, char *text, size_t size)
 {
@@ -168,105 +131,6 @@ static void version_text(int version, char *text, size_t size)
         snprintf(text, size, "none");
     else
         snprintf(text, size, "%d.%d", version / 1000, (version % 1000) / 10);
-}
-
-static cJSON *backend_json(const struct topk_backend *backend)
-{
-    cJSON *item = cJSON_CreateObject();
-    if (!item)
-        return NULL;
-    cJSON_AddStringToObject(item, "name", backend->name);
-    cJSON_AddStringToObject(item, "summary", backend->summary);
-    cJSON_AddStringToObject(item, "level", topk_determinism_name(backend->level));
-    cJSON_AddBoolToObject(item, "exact_set", backend->exact_set);
-    cJSON_AddBoolToObject(item, "smallest_index_ties", backend->smallest_index_ties);
-    cJSON_AddBoolToObject(item, "canonical_order", backend->canonical_order);
-    cJSON_AddBoolToObject(item, "index_ascending", backend->index_ascending);
-    cJSON_AddStringToObject(item, "limits", backend->limits);
-    return item;
-}
-
-/* "clusters_at_once": clusters of 1 .. GPU_CLUSTER_MAX CTAs of one SM each that the device
- * runs at once (bitonic's supports() sizes its clusters by them), or null where not measured. */
-static bool add_cluster_fit(cJSON *item, const struct gpu_device_info *info)
-{
-    if (info->cluster_fit[1] == 0)
-        return cJSON_AddNullToObject(item, "clusters_at_once") != NULL;
-    cJSON *fit = cJSON_AddArrayToObject(item, "clusters_at_once");
-    if (!fit)
-        return false;
-    for (int size = 1; size <= GPU_CLUSTER_MAX; size++) {
-        cJSON *number = cJSON_CreateNumber(info->cluster_fit[size]);
-        if (!number)
-            return false;
-        cJSON_AddItemToArray(fit, number);
-    }
-    return true;
-}
-
-/* The device's description and every backend's decision for every k. */
-static cJSON *device_json(const struct gpu_device_info *info, bool described,
-                          const struct devices_options *options)
-{
-    char text[32];
-    cJSON *item = cJSON_CreateObject();
-    if (!item)
-        return NULL;
-    if (described)
-        cJSON_AddNullToObject(item, "ordinal");
-    else
-        cJSON_AddNumberToObject(item, "ordinal", info->ordinal);
-    cJSON_AddBoolToObject(item, "described", described);
-    cJSON_AddStringToObject(item, "name", info->name);
-    snprintf(text, sizeof(text), "%d.%d", info->cc_major, info->cc_minor);
-    cJSON_AddStringToObject(item, "compute_capability", text);
-    cJSON_AddNumberToObject(item, "sm_count", info->sm_count);
-    json_add_u64(item, "smem_per_sm", info->smem_per_sm);
-    json_add_u64(item, "reported_smem_per_sm", info->reported_smem_per_sm);
-    json_add_u64(item, "smem_per_block_optin", info->smem_per_block_optin);
-    cJSON_AddBoolToObject(item, "smem_emulated", info->smem_emulated);
-    json_add_u64(item, "l2_bytes", info->l2_bytes);
-    json_add_u64(item, "global_memory_bytes", info->global_memory_bytes);
-    cJSON_AddNumberToObject(item, "driver_version", info->driver_version);
-    cJSON_AddNumberToObject(item, "runtime_version", info->runtime_version);
-    if (!add_cluster_fit(item, info))
-        goto error;
-    cJSON *backends = cJSON_AddArrayToObject(item, "backends");
-    if (!backends)
-        goto error;
-    for (int i = 0; topk_backend_table[i]; i++) {
-        const struct topk_backend *backend = topk_backend_table[i];
-        cJSON *entry = cJSON_CreateObject();
-        if (!entry)
-            goto error;
-        cJSON_AddItemToArray(backends, entry);
-        cJSON_AddStringToObject(entry, "name", backend->name);
-        cJSON_AddStringToObject(entry, "level", topk_determinism_name(backend->level));
-        cJSON *decisions = cJSON_AddArrayToObject(entry, "decisions");
-        if (!decisions)
-            goto error;
-        for (int j = 0; j < options->k_count; j++) {
-            struct topk_shape shape = {
-                .rows = (uint32_t)options->rows,
-                .k = (uint32_t)options->k_values[j],
-                .row_stride = options->length,
-                .max_length = (int32_t)options->length,
-            };
-            char reason[DEVICES_REASON_BYTES] = "";
-            int supported = backend->supports(info, &shape, reason, sizeof(reason));
-            cJSON *decision = cJSON_CreateObject();
-            if (!decision)
-                goto error;
-            cJSON_AddItemToArray(decisions, decision);
-            json_add_u64(decision, "k", shape.k);
-            cJSON_AddBoolToObject(decision, "supported", supported == 1);
-            cJSON_AddStringToObject(decision, "reason", reason);
-        }
-    }
-    return item;
-error:
-    cJSON_Delete(item);
-    return NULL;
 }
 
 static const char *string_of(const cJSON *object, const char *name)
@@ -390,6 +254,7 @@ static int run_devices(int argc, char **argv)
     struct audit_error err = { 0 };
     char why[512] = "";
     char *text = NULL;
+    cJSON *document = NULL;
     int device_count = 0, runtime_version = 0, driver_version = 0;
     int exit_code = parse_options(argc, argv, &options);
     if (exit_code == -1)
@@ -409,45 +274,23 @@ static int run_devices(int argc, char **argv)
         driver_version = 0;
     (void)cudaGetLastError();
 
-    cJSON *document = cJSON_CreateObject();
+    struct document_context context;
+    document_context_fill(&context, cli_version(), cli_command_line());
+    const struct devices_query query = {
+        .k_values = options.k_values,
+        .k_count = options.k_count,
+        .length = options.length,
+        .rows = options.rows,
+        .emulate_smem_per_sm = options.emulate_smem_per_sm,
+    };
+    const struct devices_cuda cuda = {
+        .device_count = device_count,
+        .no_device_reason = why,
+        .driver_version = driver_version,
+        .runtime_version = runtime_version,
+    };
+    document = devices_json_begin(&context, &query, &cuda);
     if (!document)
-        goto out_of_memory;
-    cJSON_AddStringToObject(document, "schema", DEVICES_SCHEMA);
-    cJSON_AddNumberToObject(document, "version", DEVICES_SCHEMA_VERSION);
-    cJSON_AddStringToObject(document, "tool_version", cli_version());
-    cJSON *query = cJSON_AddObjectToObject(document, "query");
-    cJSON *k_list = query ? cJSON_AddArrayToObject(query, "k") : NULL;
-    if (!k_list)
-        goto out_of_memory;
-    for (int i = 0; i < options.k_count; i++)
-        cJSON_AddItemToArray(k_list, cJSON_CreateNumber((double)options.k_values[i]));
-    json_add_u64(query, "length", options.length);
-    json_add_u64(query, "rows", options.rows);
-    json_add_u64(query, "emulate_smem_per_sm", options.emulate_smem_per_sm);
-
-    cJSON *cuda = cJSON_AddObjectToObject(document, "cuda");
-    if (!cuda)
-        goto out_of_memory;
-    cJSON_AddNumberToObject(cuda, "device_count", device_count);
-    if (device_count == 0)
-        cJSON_AddStringToObject(cuda, "no_device_reason", why);
-    else
-        cJSON_AddNullToObject(cuda, "no_device_reason");
-    cJSON_AddNumberToObject(cuda, "driver_version", driver_version);
-    cJSON_AddNumberToObject(cuda, "runtime_version", runtime_version);
-
-    cJSON *backends = cJSON_AddArrayToObject(document, "backends");
-    if (!backends)
-        goto out_of_memory;
-    for (int i = 0; topk_backend_table[i]; i++) {
-        cJSON *backend = backend_json(topk_backend_table[i]);
-        if (!backend)
-            goto out_of_memory;
-        cJSON_AddItemToArray(backends, backend);
-    }
-
-    cJSON *devices = cJSON_AddArrayToObject(document, "devices");
-    if (!devices)
         goto out_of_memory;
     for (int ordinal = 0; ordinal < device_count; ordinal++) {
         struct gpu_device_info info;
@@ -463,18 +306,14 @@ static int run_devices(int argc, char **argv)
             struct audit_error ignored = { 0 };
             (void)gpu_device_measure_clusters(&info, &ignored);
         }
-        cJSON *device = device_json(&info, false, &options);
-        if (!device)
+        if (devices_json_add_device(document, &info, false, &query) < 0)
             goto out_of_memory;
-        cJSON_AddItemToArray(devices, device);
     }
     if (device_count == 0 && options.emulate_smem_per_sm > 0) {
         struct gpu_device_info info;
-        describe_device(options.emulate_smem_per_sm, runtime_version, &info);
-        cJSON *device = device_json(&info, true, &options);
-        if (!device)
+        devices_describe_emulated(options.emulate_smem_per_sm, runtime_version, &info);
+        if (devices_json_add_device(document, &info, true, &query) < 0)
             goto out_of_memory;
-        cJSON_AddItemToArray(devices, device);
     }
 
     text = json_render(document, options.format == FORMAT_JSON ? NULL : print_table);

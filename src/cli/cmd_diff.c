@@ -1,8 +1,9 @@
 /* diff: attributes the divergence between two captures of the same calls (two runs of an engine)
  * to the scores (upstream of the selection) or to the selection kernel, record by record and
- * row by row. The per-row logic is diff_row_compare (src/triage/selection.c); this file pairs records,
- * counts cases and renders the table or the JSON (schema "dsatopk-audit/diff" version 1,
- * docs/TRIAGE.md). */
+ * row by row. A record pair is compared by diff_record_compare (src/triage/diff_record.c) and
+ * goes into the document (schema "dsatopk-audit/diff", docs/TRIAGE.md) through
+ * src/triage/diff_json.c; this file parses the options, pairs the records of the two captures
+ * and prints the table or the document. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -16,12 +17,12 @@
 
 #include "capture.h"
 #include "cli.h"
+#include "diff_json.h"
+#include "diff_record.h"
+#include "document_context.h"
 #include "error.h"
 #include "json_util.h"
 #include "selection.h"
-
-#define DIFF_SCHEMA "dsatopk-audit/diff"
-#define DIFF_SCHEMA_VERSION 1
 /* Differing rows the table lists per record; the JSON lists them all. */
 #define TABLE_ROWS_PER_RECORD 20
 
@@ -46,7 +47,7 @@ static const char diff_usage[] =
     "options:\n"
     "  --k K               compare the exact selections and census at K (default: each\n"
     "                      record's k); engine outputs are always compared at the record's k\n"
-    "  --format FORMAT     table (default) or json (schema dsatopk-audit/diff, version 1; rows\n"
+    "  --format FORMAT     table (default) or json (schema dsatopk-audit/diff, version 2; rows\n"
     "                      are listed only when they differ)\n"
     "  -o, --output FILE   write the output to FILE (atomically) instead of stdout\n"
     "  -h, --help          show this help\n"
@@ -62,18 +63,6 @@ struct diff_options {
     enum output_format format;
     const char *output;
     const char *path_a, *path_b;
-};
-
-struct diff_totals {
-    uint64_t records, rows, differing_rows;
-    uint64_t cases[DIFF_CASE_COUNT];
-    uint64_t attribution[DIFF_ATTRIBUTION_COUNT];
-    /* Per record (call), as the hand analysis in seed 000 counted them. */
-    uint64_t records_scores_identical, records_scores_differ;
-    uint64_t records_scores_same_engine_differs, records_reference_selection_changed;
-    uint64_t records_engine_compared;
-    uint64_t page_table_rows_differ;
-    bool mismatch, input_error;
 };
 
 static int parse_options(int argc, char **argv, struct diff_options *options)
@@ -128,48 +117,6 @@ static const char *plural(uint64_t count)
     return count == 1 ? "" : "s";
 }
 
-static cJSON *row_json(const struct diff_row *row)
-{
-    cJSON *json = cJSON_CreateObject();
-    if (!json)
-        return NULL;
-    json_add_u64(json, "row", row->row);
-    cJSON_AddStringToObject(json, "case", diff_case_name(row->diff_case));
-    cJSON_AddStringToObject(json, "attribution",
-                            diff_attribution_name(diff_case_attribution(row->diff_case)));
-    cJSON_AddBoolToObject(json, "window_differs", row->window_differs);
-    cJSON_AddBoolToObject(json, "scores_identical", row->scores_identical);
-    json_add_u64(json, "differing_elements", row->differing_elements);
-    json_add_number(json, "max_abs_diff", row->max_abs_diff); /* null when non-finite */
-    cJSON_AddBoolToObject(json, "nonfinite_changed", row->nonfinite_changed);
-    json_add_u64(json, "max_ulp_diff", row->max_ulp_diff);
-    bool have_census = !row->scores_identical && !row->window_differs;
-    if (have_census && !row->short_row) {
-        json_add_number(json, "boundary_gap", row->boundary_gap);
-        cJSON_AddNumberToObject(json, "tie_set", (double)row->tie_set);
-    } else {
-        cJSON_AddNullToObject(json, "boundary_gap");
-        cJSON_AddNullToObject(json, "tie_set");
-    }
-    cJSON_AddBoolToObject(json, "short_row", have_census && row->short_row);
-    if (have_census)
-        json_add_number(json, "crossing_perturbation", row->crossing_perturbation);
-    else
-        cJSON_AddNullToObject(json, "crossing_perturbation");
-    cJSON_AddBoolToObject(json, "perturbation_exceeds_gap", row->perturbation_exceeds_gap);
-    cJSON_AddBoolToObject(json, "reference_set_changed", row->reference_set_changed);
-    cJSON_AddBoolToObject(json, "reference_order_changed", row->reference_order_changed);
-    if (row->engine_compared) {
-        cJSON_AddBoolToObject(json, "engine_set_changed", row->engine_set_changed);
-        cJSON_AddBoolToObject(json, "engine_order_changed", row->engine_order_changed);
-    } else {
-        cJSON_AddNullToObject(json, "engine_set_changed");
-        cJSON_AddNullToObject(json, "engine_order_changed");
-    }
-    cJSON_AddBoolToObject(json, "page_table_differs", row->page_table_differs);
-    return json;
-}
-
 static void table_row(FILE *table, const struct diff_row *row)
 {
     fprintf(table, "    row %-6" PRIu32 " %-34s", row->row, diff_case_name(row->diff_case));
@@ -202,151 +149,53 @@ static void table_row(FILE *table, const struct diff_row *row)
     fprintf(table, " -> %s\n", diff_attribution_name(diff_case_attribution(row->diff_case)));
 }
 
-static cJSON *counts_json(const uint64_t *counts, unsigned count, const char *(*name)(int))
+/* A record's lines: its header, mismatches, the first differing rows and its counts. */
+static void table_record(FILE *table, const struct diff_record_result *result)
 {
-    cJSON *json = cJSON_CreateObject();
-    for (unsigned i = 0; json && i < count; i++)
-        json_add_u64(json, name((int)i), counts[i]);
-    return json;
+    fprintf(table, "record %" PRIu32 ": %" PRIu32 " rows, k %" PRIu32 "\n", result->index,
+            result->shape.common_rows, result->k);
+    for (size_t i = 0; i < result->mismatch_count; i++)
+        fprintf(table, "  mismatch: %s\n", result->mismatches[i]);
+    if (result->shape.engine_presence_differs)
+        fprintf(table, "  note: only %s carries engine indices: engine outputs not compared\n",
+                result->a_has_engine_indices ? "A" : "B");
+    for (size_t i = 0; i < result->row_count && i < TABLE_ROWS_PER_RECORD; i++)
+        table_row(table, &result->rows[i]);
+    if (result->row_count > TABLE_ROWS_PER_RECORD)
+        fprintf(table, "    ... %zu more differing rows (see --format json)\n",
+                result->row_count - TABLE_ROWS_PER_RECORD);
+    fprintf(table, "  %" PRIu64 " identical, %zu differing", result->cases[DIFF_CASE_IDENTICAL],
+            result->row_count);
+    for (unsigned c = 1; c < DIFF_CASE_COUNT; c++)
+        if (result->cases[c])
+            fprintf(table, "; %s %" PRIu64, diff_case_name((enum diff_case)c), result->cases[c]);
+    if (result->page_table_rows)
+        fprintf(table, "; page table differs on %" PRIu64 " rows", result->page_table_rows);
+    fprintf(table, "\n");
 }
 
-static const char *case_name_of(int value)
-{
-    return diff_case_name((enum diff_case)value);
-}
-
-static const char *attribution_name_of(int value)
-{
-    return diff_attribution_name((enum diff_attribution)value);
-}
-
-/* Adds a mismatch message to the record's list and the document's, and to the table. */
-static void add_mismatch(cJSON *record_list, cJSON *document_list, FILE *table, const char *format,
-                         ...) __attribute__((format(printf, 4, 5)));
-static void add_mismatch(cJSON *record_list, cJSON *document_list, FILE *table, const char *format,
-                         ...)
-{
-    char message[512];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(message, sizeof(message), format, args);
-    va_end(args);
-    if (record_list)
-        cJSON_AddItemToArray(record_list, cJSON_CreateString(message));
-    if (document_list)
-        cJSON_AddItemToArray(document_list, cJSON_CreateString(message));
-    fprintf(table, "  mismatch: %s\n", message);
-}
-
+/* Compares one record pair into the document's records and the table. */
 static int compare_records(const struct capture_record *a, const struct capture_record *b,
                            const struct diff_options *options, struct diff_scratch *scratch,
-                           cJSON *records, cJSON *mismatches, FILE *table,
+                           cJSON *document, cJSON *records, FILE *table,
                            struct diff_totals *totals, struct audit_error *err)
 {
-    struct diff_record_shape shape;
-    uint64_t cases[DIFF_CASE_COUNT] = { 0 }, attribution[DIFF_ATTRIBUTION_COUNT] = { 0 };
-    uint64_t reference_changed = 0, page_table_rows = 0, listed = 0;
-    uint32_t k = options->k_override ? options->k_override : a->k;
-    cJSON *json = cJSON_CreateObject();
-    if (!json || !cJSON_AddItemToArray(records, json)) {
-        cJSON_Delete(json);
-        return audit_fail(err, AUDIT_ENOMEM, "out of memory");
-    }
-    json_add_u64(json, "index", a->index);
-    json_add_u64(json, "rows_a", a->rows);
-    json_add_u64(json, "rows_b", b->rows);
-    json_add_u64(json, "k", k);
-    json_add_u64(json, "record_k_a", a->k);
-    json_add_u64(json, "record_k_b", b->k);
-    json_add_hex(json, "payload_sha256_a", a->payload_sha256, sizeof(a->payload_sha256));
-    json_add_hex(json, "payload_sha256_b", b->payload_sha256, sizeof(b->payload_sha256));
-    cJSON *record_mismatches = cJSON_AddArrayToObject(json, "mismatches");
-
-    fprintf(table, "record %" PRIu32 ": %" PRIu32 " rows, k %" PRIu32 "\n", a->index,
-            a->rows < b->rows ? a->rows : b->rows, k);
-    if (diff_record_shape_compare(a, b, &shape))
-        totals->mismatch = true;
-    if (shape.rows_differ)
-        add_mismatch(record_mismatches, mismatches, table,
-                     "record %" PRIu32 ": rows differ (A %" PRIu32 ", B %" PRIu32
-                     "): compared the first %" PRIu32, a->index, a->rows, b->rows,
-                     shape.common_rows);
-    if (shape.k_differs)
-        add_mismatch(record_mismatches, mismatches, table,
-                     "record %" PRIu32 ": k differs (A %" PRIu32 ", B %" PRIu32 "): exact "
-                     "selections compared at k %" PRIu32 ", engine outputs not compared",
-                     a->index, a->k, b->k, k);
-    if (shape.page_table_layout_differs)
-        add_mismatch(record_mismatches, mismatches, table,
-                     "record %" PRIu32 ": page-table layout differs (A %s page size %" PRIu32
-                     ", B %s page size %" PRIu32 ")", a->index, a->page_table ? "has" : "lacks",
-                     a->page_size, b->page_table ? "has" : "lacks", b->page_size);
-    if (shape.engine_presence_differs)
-        fprintf(table, "  note: only %s carries engine indices: engine outputs not compared\n",
-                a->engine_indices ? "A" : "B");
-
-    cJSON *rows_json = cJSON_AddArrayToObject(json, "differing_rows");
-    bool engine_compared = false, scores_identical = true, engine_differs_on_same = false;
-    for (uint32_t row = 0; row < shape.common_rows; row++) {
-        struct diff_row result;
-        int status = diff_row_compare(a, b, row, k, scratch, &result, err);
+    struct diff_record_result result;
+    int status = diff_record_compare(a, b, options->k_override, scratch, &result, err);
+    if (status == AUDIT_OK) {
+        for (size_t i = 0; i < result.mismatch_count && status == AUDIT_OK; i++)
+            status = diff_json_add_mismatch(document, result.mismatches[i]);
+        if (status == AUDIT_OK)
+            status = diff_json_add_record(records, &result);
         if (status < 0)
-            return status;
-        cases[result.diff_case]++;
-        attribution[diff_case_attribution(result.diff_case)]++;
-        engine_compared |= result.engine_compared;
-        scores_identical &= result.scores_identical;
-        engine_differs_on_same |= result.diff_case == DIFF_CASE_SCORES_SAME_ENGINE_DIFFERS;
-        reference_changed += result.reference_set_changed;
-        page_table_rows += result.page_table_differs;
-        if (result.diff_case == DIFF_CASE_IDENTICAL)
-            continue;
-        cJSON *entry = row_json(&result);
-        if (!entry || !cJSON_AddItemToArray(rows_json, entry)) {
-            cJSON_Delete(entry);
-            return audit_fail(err, AUDIT_ENOMEM, "out of memory listing differing rows");
-        }
-        if (listed++ < TABLE_ROWS_PER_RECORD)
-            table_row(table, &result);
+            audit_fail(err, status, "out of memory");
     }
-    if (listed > TABLE_ROWS_PER_RECORD)
-        fprintf(table, "    ... %" PRIu64 " more differing rows (see --format json)\n",
-                listed - TABLE_ROWS_PER_RECORD);
-
-    cJSON_AddBoolToObject(json, "engine_compared", engine_compared);
-    cJSON_AddBoolToObject(json, "scores_identical", scores_identical);
-    json_add_u64(json, "rows_compared", shape.common_rows);
-    json_add_u64(json, "rows_differing", listed);
-    json_add_u64(json, "reference_set_changed_rows", reference_changed);
-    json_add_u64(json, "page_table_rows_differ", page_table_rows);
-    cJSON_AddItemToObject(json, "cases", counts_json(cases, DIFF_CASE_COUNT, case_name_of));
-    cJSON_AddItemToObject(json, "attribution",
-                          counts_json(attribution, DIFF_ATTRIBUTION_COUNT, attribution_name_of));
-
-    fprintf(table, "  %" PRIu64 " identical, %" PRIu64 " differing", cases[DIFF_CASE_IDENTICAL],
-            listed);
-    for (unsigned c = 1; c < DIFF_CASE_COUNT; c++)
-        if (cases[c])
-            fprintf(table, "; %s %" PRIu64, diff_case_name((enum diff_case)c), cases[c]);
-    if (page_table_rows)
-        fprintf(table, "; page table differs on %" PRIu64 " rows", page_table_rows);
-    fprintf(table, "\n");
-
-    totals->records++;
-    totals->rows += shape.common_rows;
-    totals->differing_rows += listed;
-    for (unsigned c = 0; c < DIFF_CASE_COUNT; c++)
-        totals->cases[c] += cases[c];
-    for (unsigned t = 0; t < DIFF_ATTRIBUTION_COUNT; t++)
-        totals->attribution[t] += attribution[t];
-    totals->records_scores_identical += scores_identical;
-    totals->records_scores_differ += !scores_identical;
-    /* Per call, as seed 000 counted: all scores identical and yet another engine selection. */
-    totals->records_scores_same_engine_differs += scores_identical && engine_differs_on_same;
-    totals->records_reference_selection_changed += reference_changed > 0;
-    totals->records_engine_compared += engine_compared;
-    totals->page_table_rows_differ += page_table_rows;
-    return AUDIT_OK;
+    if (status == AUDIT_OK) {
+        table_record(table, &result);
+        diff_totals_add(totals, &result);
+    }
+    diff_record_result_release(&result);
+    return status;
 }
 
 /* Counts the records left in reader (the longer capture) after the common prefix. */
@@ -366,30 +215,8 @@ static uint64_t count_remaining(struct capture_reader *reader, bool *error)
     }
 }
 
-static void add_summary(cJSON *document, FILE *table, const struct diff_totals *totals)
+static void table_summary(FILE *table, const struct diff_totals *totals)
 {
-    cJSON *summary = cJSON_AddObjectToObject(document, "summary");
-    if (summary) {
-        json_add_u64(summary, "records_compared", totals->records);
-        json_add_u64(summary, "rows_compared", totals->rows);
-        json_add_u64(summary, "rows_differing", totals->differing_rows);
-        cJSON_AddItemToObject(summary, "cases",
-                              counts_json(totals->cases, DIFF_CASE_COUNT, case_name_of));
-        cJSON_AddItemToObject(summary, "attribution", counts_json(totals->attribution,
-                                                                  DIFF_ATTRIBUTION_COUNT,
-                                                                  attribution_name_of));
-        json_add_u64(summary, "records_scores_identical", totals->records_scores_identical);
-        json_add_u64(summary, "records_scores_differ", totals->records_scores_differ);
-        json_add_u64(summary, "records_scores_same_engine_differs",
-                     totals->records_scores_same_engine_differs);
-        json_add_u64(summary, "records_reference_selection_changed",
-                     totals->records_reference_selection_changed);
-        json_add_u64(summary, "records_engine_compared", totals->records_engine_compared);
-        json_add_u64(summary, "page_table_rows_differ", totals->page_table_rows_differ);
-        cJSON_AddBoolToObject(summary, "mismatch", totals->mismatch);
-        cJSON_AddBoolToObject(summary, "input_error", totals->input_error);
-    }
-
     fprintf(table, "\nsummary: %" PRIu64 " record%s, %" PRIu64 " rows compared, %" PRIu64
             " differ\n", totals->records, plural(totals->records), totals->rows,
             totals->differing_rows);
@@ -445,80 +272,35 @@ static void add_summary(cJSON *document, FILE *table, const struct diff_totals *
     }
 }
 
-static int run_diff(int argc, char **argv)
+/* A read error: the comparison stops there. */
+static void input_error(cJSON *document, FILE *table, struct diff_totals *totals,
+                        const char *message)
 {
-    struct diff_options options = { .format = FORMAT_TABLE, .output = "-" };
-    struct diff_totals totals = { 0 };
+    fprintf(stderr, "dsatopk-audit diff: %s\n", message);
+    fprintf(table, "input error: %s\n", message);
+    (void)diff_json_add_input_error(document, message);
+    totals->input_error = true;
+}
+
+/* Reads both captures record by record and compares the pairs, up to the end of the shorter or
+ * the first read error. Returns 0, or a fatal code with err filled. */
+static int compare_captures(struct capture_reader *reader_a, struct capture_reader *reader_b,
+                            const struct diff_options *options, cJSON *document, cJSON *records,
+                            FILE *table, struct diff_totals *totals, struct audit_error *err)
+{
     struct diff_scratch scratch = { 0 };
-    struct audit_error err = { 0 };
-    struct capture_reader *reader_a = NULL, *reader_b = NULL;
-    char *table_text = NULL, *text = NULL;
-    size_t table_size = 0;
-    FILE *table = NULL;
-    cJSON *document = NULL, *records_pending = NULL;
-    int status = AUDIT_OK;
-    int exit_code = parse_options(argc, argv, &options);
-    if (exit_code == -1)
-        return EXIT_AUDIT_OK; /* --help */
-    if (exit_code != EXIT_AUDIT_OK)
-        return exit_code;
-
-    if ((status = capture_open(&reader_a, options.path_a, &err)) < 0 ||
-        (status = capture_open(&reader_b, options.path_b, &err)) < 0) {
-        fprintf(stderr, "dsatopk-audit diff: %s\n", err.message);
-        exit_code = audit_exit_code(status);
-        goto done;
-    }
-    document = cJSON_CreateObject();
-    table = open_memstream(&table_text, &table_size);
-    if (!document || !table) {
-        status = audit_fail(&err, AUDIT_ENOMEM, "out of memory");
-        goto fatal;
-    }
-    cJSON_AddStringToObject(document, "schema", DIFF_SCHEMA);
-    cJSON_AddNumberToObject(document, "version", DIFF_SCHEMA_VERSION);
-    cJSON_AddStringToObject(document, "tool_version", cli_version());
-    cJSON_AddStringToObject(document, "command_line", cli_command_line());
-    cJSON *inputs = cJSON_AddObjectToObject(document, "inputs");
-    if (inputs) {
-        cJSON_AddStringToObject(inputs, "a", options.path_a);
-        cJSON_AddStringToObject(inputs, "b", options.path_b);
-    }
-    if (options.k_override)
-        json_add_u64(document, "k_override", options.k_override);
-    else
-        cJSON_AddNullToObject(document, "k_override");
-    /* Key order in the document: context, mismatches, input errors, summary, records. */
-    cJSON *mismatches = cJSON_AddArrayToObject(document, "mismatches");
-    cJSON *input_errors = cJSON_AddArrayToObject(document, "input_errors");
-    cJSON *records = cJSON_CreateArray();
-    if (!mismatches || !input_errors || !records) {
-        cJSON_Delete(records);
-        status = audit_fail(&err, AUDIT_ENOMEM, "out of memory");
-        goto fatal;
-    }
-    /* Attached at the end, after the summary; freed here if a fatal error comes first. */
-    records_pending = records;
-    fprintf(table, "# diff %s (A) vs %s (B), k: %s\n", options.path_a, options.path_b,
-            options.k_override ? "--k" : "each record's own");
-
     uint64_t records_a = 0, records_b = 0;
+    int status = AUDIT_OK;
     for (;;) {
         struct capture_record a, b;
-        int read_a = capture_read_record(reader_a, &a, &err);
+        int read_a = capture_read_record(reader_a, &a, err);
         if (read_a < 0) {
-            fprintf(stderr, "dsatopk-audit diff: %s\n", err.message);
-            fprintf(table, "input error: %s\n", err.message);
-            cJSON_AddItemToArray(input_errors, cJSON_CreateString(err.message));
-            totals.input_error = true;
+            input_error(document, table, totals, err->message);
             break;
         }
-        int read_b = capture_read_record(reader_b, &b, &err);
+        int read_b = capture_read_record(reader_b, &b, err);
         if (read_b < 0) {
-            fprintf(stderr, "dsatopk-audit diff: %s\n", err.message);
-            fprintf(table, "input error: %s\n", err.message);
-            cJSON_AddItemToArray(input_errors, cJSON_CreateString(err.message));
-            totals.input_error = true;
+            input_error(document, table, totals, err->message);
             if (read_a > 0)
                 capture_record_free(&a);
             break;
@@ -536,41 +318,83 @@ static int run_diff(int argc, char **argv)
                 records_b += count_remaining(reader_b, &error);
             }
             if (records_a != records_b) {
-                totals.mismatch = true;
-                add_mismatch(NULL, mismatches, table,
-                             "record count differs: A has %" PRIu64 "%s, B has %" PRIu64
-                             "%s: compared the first %" PRIu64, records_a,
-                             error && read_a > 0 ? " readable" : "", records_b,
-                             error && read_b > 0 ? " readable" : "", totals.records);
+                char message[DIFF_MESSAGE_BYTES];
+                totals->mismatch = true;
+                snprintf(message, sizeof(message), "record count differs: A has %" PRIu64 "%s, B "
+                         "has %" PRIu64 "%s: compared the first %" PRIu64, records_a,
+                         error && read_a > 0 ? " readable" : "", records_b,
+                         error && read_b > 0 ? " readable" : "", totals->records);
+                (void)diff_json_add_mismatch(document, message);
+                fprintf(table, "  mismatch: %s\n", message);
             }
             break;
         }
-        status = compare_records(&a, &b, &options, &scratch, records, mismatches, table, &totals,
-                                 &err);
+        status = compare_records(&a, &b, options, &scratch, document, records, table, totals,
+                                 err);
         capture_record_free(&a);
         capture_record_free(&b);
         if (status < 0)
-            goto fatal;
+            break;
     }
-    add_summary(document, table, &totals);
-    cJSON_AddItemToObject(document, "records", records);
-    records_pending = NULL;
+    diff_scratch_free(&scratch);
+    return status;
+}
+
+static int run_diff(int argc, char **argv)
+{
+    struct diff_options options = { .format = FORMAT_TABLE, .output = "-" };
+    struct diff_totals totals = { 0 };
+    struct audit_error err = { 0 };
+    struct capture_reader *reader_a = NULL, *reader_b = NULL;
+    char *table_text = NULL, *text = NULL;
+    size_t table_size = 0;
+    FILE *table = NULL;
+    cJSON *document = NULL, *records = NULL;
+    int status = AUDIT_OK;
+    int exit_code = parse_options(argc, argv, &options);
+    if (exit_code == -1)
+        return EXIT_AUDIT_OK; /* --help */
+    if (exit_code != EXIT_AUDIT_OK)
+        return exit_code;
+
+    if ((status = capture_open(&reader_a, options.path_a, &err)) < 0 ||
+        (status = capture_open(&reader_b, options.path_b, &err)) < 0) {
+        fprintf(stderr, "dsatopk-audit diff: %s\n", err.message);
+        exit_code = audit_exit_code(status);
+        goto done;
+    }
+    struct document_context context;
+    document_context_fill(&context, cli_version(), cli_command_line());
+    document = diff_json_begin(&context, options.path_a, options.path_b, options.k_override);
+    /* Attached at the end, after the summary. */
+    records = cJSON_CreateArray();
+    table = open_memstream(&table_text, &table_size);
+    if (!document || !records || !table) {
+        status = audit_fail(&err, AUDIT_ENOMEM, "out of memory");
+        goto fatal;
+    }
+    fprintf(table, "# diff %s (A) vs %s (B), k: %s\n", options.path_a, options.path_b,
+            options.k_override ? "--k" : "each record's own");
+    status = compare_captures(reader_a, reader_b, &options, document, records, table, &totals,
+                              &err);
+    if (status < 0)
+        goto fatal;
+    table_summary(table, &totals);
+    status = diff_json_finish(document, &totals, records);
+    records = NULL;
+    if (status < 0) {
+        audit_fail(&err, status, "out of memory");
+        goto fatal;
+    }
     if (fclose(table) != 0) {
         table = NULL;
         status = audit_fail(&err, AUDIT_ENOMEM, "out of memory formatting the table");
         goto fatal;
     }
     table = NULL;
-
-    if (options.format == FORMAT_JSON) {
-        char *printed = cJSON_Print(document);
-        if (printed && (text = malloc(strlen(printed) + 2)))
-            sprintf(text, "%s\n", printed);
-        cJSON_free(printed);
-        if (!text) {
-            status = audit_fail(&err, AUDIT_ENOMEM, "out of memory formatting JSON");
-            goto fatal;
-        }
+    if (options.format == FORMAT_JSON && !(text = json_render(document, NULL))) {
+        status = audit_fail(&err, AUDIT_ENOMEM, "out of memory formatting JSON");
+        goto fatal;
     }
     if ((status = json_write_text_atomic(options.output, text ? text : table_text, &err)) < 0)
         goto fatal;
@@ -587,9 +411,8 @@ done:
         fclose(table);
     free(table_text);
     free(text);
-    cJSON_Delete(records_pending);
+    cJSON_Delete(records);
     cJSON_Delete(document);
-    diff_scratch_free(&scratch);
     capture_close(reader_a);
     capture_close(reader_b);
     return exit_code;

@@ -1,26 +1,23 @@
 /* inspect: lists the records of capture files and checks every header CRC-32 and payload
- * SHA-256 on the way. One data model (a cJSON document, schema "dsatopk-audit/inspect"
- * version 1, docs/FORMAT.md "Inspecting captures") is rendered either as JSON or as a table. */
+ * SHA-256 on the way. One data model (a cJSON document, schema "dsatopk-audit/inspect",
+ * docs/FORMAT.md "Inspecting captures", built by src/capture/inspect_json.c) is rendered either
+ * as JSON or as a table; this file parses the options, says where a file ends early and
+ * prints. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
-#include "capture.h"
 #include "cli.h"
+#include "document_context.h"
 #include "error.h"
-#include "hash.h"
+#include "inspect_json.h"
 #include "json_util.h"
 
-#define INSPECT_SCHEMA "dsatopk-audit/inspect"
-#define INSPECT_SCHEMA_VERSION 1
-#define RECORD_HEADER_BYTES 72
-#define PAYLOAD_FIXED_PART_BYTES 64
 /* The table shortens metadata past this many characters; the JSON keeps it whole. */
 #define TABLE_METADATA_CHARS 160
 
@@ -37,7 +34,7 @@ static const char inspect_usage[] =
     "\n"
     "options:\n"
     "  --verify            exit 3 when any file ends in a truncated or corrupt record\n"
-    "  --format FORMAT     table (default) or json (schema dsatopk-audit/inspect, version 1)\n"
+    "  --format FORMAT     table (default) or json (schema dsatopk-audit/inspect, version 2)\n"
     "  -o, --output FILE   write the listing to FILE (atomically) instead of stdout\n"
     "  -h, --help          show this help\n"
     "\n"
@@ -53,151 +50,23 @@ struct inspect_options {
     const char *output_path; /* "-": stdout */
 };
 
-/* What the reading of all files found, for the exit status. */
-struct inspect_totals {
-    uint64_t files, records;
-    uint64_t truncated_files, corrupt_files, unreadable_files;
-    bool out_of_memory;
-};
-
-/* The exact raw payload size of a validated record (docs/FORMAT.md "Raw payload"). */
-static uint64_t raw_payload_bytes(const struct capture_record *record)
+/* Reads one file into the document and says on stderr where it ended early. Returns 0 or
+ * AUDIT_ENOMEM. */
+static int inspect_file(cJSON *document, const char *path, struct inspect_totals *totals)
 {
-    uint64_t words_per_row = 1 + record->row_stride;
-    if (record->row_starts)
-        words_per_row += 1;
-    if (record->page_size)
-        words_per_row += 1 + record->page_table_cols;
-    if (record->engine_indices)
-        words_per_row += record->k;
-    return PAYLOAD_FIXED_PART_BYTES + strlen(record->metadata_json) +
-           4 * (uint64_t)record->rows * words_per_row;
-}
-
-static cJSON *describe_record(const struct capture_record *record)
-{
-    cJSON *item = cJSON_CreateObject();
-    if (!item)
-        return NULL;
-    int32_t length_min = record->lengths[0], length_max = record->lengths[0];
-    for (uint32_t b = 1; b < record->rows; b++) {
-        if (record->lengths[b] < length_min)
-            length_min = record->lengths[b];
-        if (record->lengths[b] > length_max)
-            length_max = record->lengths[b];
-    }
-    json_add_u64(item, "index", record->index);
-    json_add_u64(item, "offset_bytes", record->file_offset);
-    json_add_u64(item, "rows", record->rows);
-    json_add_u64(item, "k", record->k);
-    json_add_u64(item, "row_stride", record->row_stride);
-    cJSON_AddNumberToObject(item, "length_min", length_min);
-    cJSON_AddNumberToObject(item, "length_max", length_max);
-    cJSON_AddBoolToObject(item, "row_starts", record->row_starts != NULL);
-    cJSON_AddBoolToObject(item, "page_table", record->page_size != 0);
-    json_add_u64(item, "page_size", record->page_size);
-    json_add_u64(item, "page_table_cols", record->page_table_cols);
-    cJSON_AddBoolToObject(item, "engine_indices", record->engine_indices != NULL);
-    cJSON_AddBoolToObject(item, "compressed", record->compressed);
-    json_add_u64(item, "stored_bytes", record->stored_payload_bytes);
-    json_add_u64(item, "raw_bytes", raw_payload_bytes(record));
-    json_add_hex(item, "payload_sha256", record->payload_sha256, sizeof(record->payload_sha256));
-    cJSON *metadata = cJSON_Parse(record->metadata_json);
-    if (metadata)
-        cJSON_AddItemToObject(item, "metadata", metadata);
-    else
-        cJSON_AddStringToObject(item, "metadata", record->metadata_json);
-    cJSON_AddStringToObject(item, "checksum", "ok");
-    return item;
-}
-
-/* Reads one file into a JSON description; problems also go to stderr as they are found. */
-static cJSON *inspect_file(const char *path, struct inspect_totals *totals)
-{
-    struct capture_reader *reader = NULL;
-    struct audit_error err = { 0 };
-    struct stat info;
-    uint32_t next_index = 0;
-    uint64_t next_offset = 0;
-    int status;
-    cJSON *file = cJSON_CreateObject();
-    cJSON *records = cJSON_CreateArray();
-    if (!file || !records) {
-        cJSON_Delete(file);
-        cJSON_Delete(records);
-        totals->out_of_memory = true;
-        return NULL;
-    }
-    totals->files++;
-    cJSON_AddStringToObject(file, "path", path);
-    if (stat(path, &info) == 0)
-        json_add_u64(file, "size_bytes", (uint64_t)info.st_size);
-    else
-        cJSON_AddNullToObject(file, "size_bytes");
-
-    status = capture_open(&reader, path, &err);
-    while (status == AUDIT_OK) {
-        struct capture_record record;
-        int result = capture_read_record(reader, &record, &err);
-        if (result <= 0) {
-            status = result;
-            break;
-        }
-        cJSON *item = describe_record(&record);
-        next_index = record.index + 1;
-        next_offset = record.file_offset + RECORD_HEADER_BYTES + record.stored_payload_bytes;
-        capture_record_free(&record);
-        if (!item) {
-            status = AUDIT_ENOMEM;
-            snprintf(err.message, sizeof(err.message), "%s: out of memory listing records", path);
-            break;
-        }
-        cJSON_AddItemToArray(records, item);
-        totals->records++;
-    }
-
-    const char *file_status = "ok";
-    if (status < 0) {
-        enum capture_read_state state = reader ? capture_reader_state(reader) : CAPTURE_READ_OK;
-        if (status == AUDIT_EDATA && state == CAPTURE_READ_TRUNCATED) {
-            file_status = "truncated";
-            totals->truncated_files++;
-        } else if (status == AUDIT_EDATA && state == CAPTURE_READ_CORRUPT) {
-            file_status = "corrupt";
-            totals->corrupt_files++;
-        } else if (status == AUDIT_ENOMEM) {
-            file_status = "out_of_memory";
-            totals->out_of_memory = true;
-        } else {
-            file_status = "unreadable";
-            totals->unreadable_files++;
-        }
-        fprintf(stderr, "dsatopk-audit inspect: %s\n", err.message);
-        if (strcmp(file_status, "truncated") == 0)
-            fprintf(stderr, "dsatopk-audit inspect: %s: %" PRIu32 " intact record%s end at byte %" PRIu64
-                    " (a writer killed mid-append leaves this; `truncate -s %" PRIu64
-                    "` keeps them before appending more)\n",
-                    path, next_index, next_index == 1 ? "" : "s", next_offset, next_offset);
-    }
-    cJSON_AddStringToObject(file, "status", file_status);
-    json_add_u64(file, "record_count", (uint64_t)cJSON_GetArraySize(records));
-    if (status < 0) {
-        cJSON *error = cJSON_AddObjectToObject(file, "error");
-        if (error) {
-            bool reached_records = reader != NULL;
-            if (reached_records) {
-                json_add_u64(error, "record", next_index);
-                json_add_u64(error, "offset_bytes", next_offset);
-            }
-            cJSON_AddStringToObject(error, "kind", file_status);
-            cJSON_AddStringToObject(error, "message", err.message);
-        }
-    } else {
-        cJSON_AddNullToObject(file, "error");
-    }
-    cJSON_AddItemToObject(file, "records", records);
-    capture_close(reader);
-    return file;
+    struct inspect_file_outcome outcome;
+    if (inspect_json_add_file(document, path, totals, &outcome) < 0)
+        return AUDIT_ENOMEM;
+    if (outcome.status == AUDIT_OK)
+        return AUDIT_OK;
+    fprintf(stderr, "dsatopk-audit inspect: %s\n", outcome.message);
+    if (strcmp(outcome.file_status, "truncated") == 0)
+        fprintf(stderr, "dsatopk-audit inspect: %s: %" PRIu32 " intact record%s end at byte "
+                "%" PRIu64 " (a writer killed mid-append leaves this; `truncate -s %" PRIu64
+                "` keeps them before appending more)\n",
+                path, outcome.next_record, outcome.next_record == 1 ? "" : "s",
+                outcome.next_offset, outcome.next_offset);
+    return AUDIT_OK;
 }
 
 static double number_field(const cJSON *object, const char *name)
@@ -355,35 +224,23 @@ static int run_inspect(int argc, char **argv)
     struct inspect_totals totals = { 0 };
     struct audit_error err = { 0 };
     char *text = NULL;
+    cJSON *document = NULL;
     int exit_code = parse_options(argc, argv, &options);
     if (exit_code == -1)
         return EXIT_AUDIT_OK; /* --help */
     if (exit_code != EXIT_AUDIT_OK)
         return exit_code;
 
-    cJSON *document = cJSON_CreateObject();
+    struct document_context context;
+    document_context_fill(&context, cli_version(), cli_command_line());
+    document = inspect_json_begin(&context);
     if (!document)
         goto out_of_memory;
-    cJSON_AddStringToObject(document, "schema", INSPECT_SCHEMA);
-    cJSON_AddNumberToObject(document, "version", INSPECT_SCHEMA_VERSION);
-    cJSON_AddStringToObject(document, "tool_version", cli_version());
-    cJSON *files = cJSON_AddArrayToObject(document, "files");
-    if (!files)
-        goto out_of_memory;
-    for (int i = optind; i < argc; i++) {
-        cJSON *file = inspect_file(argv[i], &totals);
-        if (!file)
+    for (int i = optind; i < argc; i++)
+        if (inspect_file(document, argv[i], &totals) < 0)
             goto out_of_memory;
-        cJSON_AddItemToArray(files, file);
-    }
-    cJSON *summary = cJSON_AddObjectToObject(document, "summary");
-    if (!summary)
+    if (inspect_json_finish(document, &totals) < 0)
         goto out_of_memory;
-    json_add_u64(summary, "files", totals.files);
-    json_add_u64(summary, "records", totals.records);
-    json_add_u64(summary, "truncated_files", totals.truncated_files);
-    json_add_u64(summary, "corrupt_files", totals.corrupt_files);
-    json_add_u64(summary, "unreadable_files", totals.unreadable_files);
 
     text = json_render(document, options.format == FORMAT_JSON ? NULL : print_table);
     if (!text)

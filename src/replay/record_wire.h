@@ -1,6 +1,6 @@
 /* A replayed record, its k, file name and dump stem in one buffer: how `run` hands a record to
- * its session worker (src/cli/cmd_run.c). Both ends are the same binary on the same machine: the
- * header is a plain struct, the arrays follow in native byte order. */
+ * its session worker (src/replay/session_worker.c). Both ends are the same binary on the same
+ * machine: the header is a plain struct, the arrays follow in native byte order. */
 #ifndef DSATOPK_RECORD_WIRE_H
 #define DSATOPK_RECORD_WIRE_H
 

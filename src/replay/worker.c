@@ -507,6 +507,23 @@ static void abandon_child(pid_t pid, int fd, struct worker_session *session)
 }
 
 /* The engine of worker_run_tasks, worker_keeper_start and worker_session_run_job. */
+/* After a child's last message or its end: one not kept is reaped (unless it was) and its pipe
+ * closed (a session forgets it); a keeper's pipe is closed, for it sends nothing more. */
+static void release_child(const struct task_batch *batch, pid_t pid, int fd, bool kept,
+                          bool reaped)
+{
+    if (!kept) {
+        if (!reaped)
+            reap_child(pid, 0, true);
+        if (batch->session)
+            session_forget(batch->session);
+        else if (fd >= 0)
+            close(fd);
+    } else if (batch->kept) {
+        close(fd);
+    }
+}
+
 static int run_batch(const struct task_batch *batch, struct audit_error *err)
 {
     struct worker_event event;
@@ -642,16 +659,7 @@ static int run_batch(const struct task_batch *batch, struct audit_error *err)
              * job) and asks for a fresh process for the rest. */
             break;
         }
-        if (!kept) {
-            if (!reaped)
-                reap_child(pid, 0, true);
-            if (session)
-                session_forget(session);
-            else if (fd >= 0)
-                close(fd);
-        } else if (batch->kept) {
-            close(fd); /* a keeper sends nothing more */
-        }
+        release_child(batch, pid, fd, kept, reaped);
         if (charged && next < task_count) {
             if (event.outcome == WORKER_CRASH)
                 batch->stats->crashes++;

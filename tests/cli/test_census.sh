@@ -36,8 +36,8 @@ if [ $? -eq 0 ]; then pass "hand-built capture written"; else fail "hand-built c
 # ---- JSON contents ----------------------------------------------------------------------------
 expect_exit 0 "census --k 256,50,0 (JSON to stdout)" -- "$AUDIT" census --k 256,50,0 "$TMP/two.bin"
 cp "$TMP/out" "$TMP/two.json"
-json_check "$TMP/two.json" 'j["schema"] == "dsatopk-audit/census" and j["version"] == 1' "schema and version"
-json_check "$TMP/two.json" 'j["context"]["tool_version"] and "census" in j["context"]["command_line"] and j["context"]["time_utc"].endswith("Z")' "context block"
+json_check "$TMP/two.json" 'j["schema"] == "dsatopk-audit/census" and j["schema_version"] == 2' "schema and version"
+json_check "$TMP/two.json" 'j["context"]["tool_version"] and "census" in j["context"]["command_line"] and j["context"]["utc_time"].endswith("Z")' "context block"
 json_check "$TMP/two.json" 'j["ks"] == [256, 50, 0] and j["files"][0]["status"] == "ok" and j["files"][0]["record_count"] == 2' "ks and record count"
 json_check "$TMP/two.json" '[c["k"] for c in j["files"][0]["records"][0]["census"]] == [256, 50]' "k 0 resolves to the record k, taken once"
 json_check "$TMP/two.json" '[c["k"] for c in j["files"][0]["records"][1]["census"]] == [256, 50, 2048]' "each record resolves its own k"

@@ -96,7 +96,9 @@ EOF
 expect_exit 0 "a capture against itself" -- "$AUDIT" diff "$D/a.bin" "$D/a.bin"
 expect_grep "agree bit for bit" "$TMP/out" "the verdict says the captures agree"
 expect_exit 0 "identical pair as JSON" -- "$AUDIT" diff --format json -o "$D/same.json" "$D/a.bin" "$D/a.bin"
-json_check "$D/same.json" 'j["schema"] == "dsatopk-audit/diff" and j["version"] == 1' "schema id and version"
+json_check "$D/same.json" 'j["schema"] == "dsatopk-audit/diff" and j["schema_version"] == 2' "schema id and version"
+json_check "$D/same.json" '"diff" in j["context"]["command_line"] and j["context"]["utc_time"].endswith("Z") and "command_line" not in j' \
+    "the command line and the time are in the context block"
 json_check "$D/same.json" 'j["summary"]["cases"]["identical"] == 6 and j["summary"]["rows_differing"] == 0 and j["records"][0]["differing_rows"] == []' \
     "every row identical, no per-row entry"
 json_check "$D/same.json" 'j["summary"]["records_scores_identical"] == 1 and j["records"][0]["engine_compared"]' \

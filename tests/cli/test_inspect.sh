@@ -63,8 +63,10 @@ EOF
 expect_exit 0 "inspect --format json on two files" -- \
     "$AUDIT" inspect --format json -o "$TMP/list.json" "$TMP/a.bin" "$TMP/b.bin"
 [ -s "$TMP/out" ] && fail "-o FILE still printed to stdout" || pass "-o FILE leaves stdout empty"
-json_check "$TMP/list.json" 'j["schema"] == "dsatopk-audit/inspect" and j["version"] == 1' \
+json_check "$TMP/list.json" 'j["schema"] == "dsatopk-audit/inspect" and j["schema_version"] == 2' \
     "schema id and version"
+json_check "$TMP/list.json" '"inspect" in j["context"]["command_line"] and j["context"]["utc_time"].endswith("Z")' \
+    "context block"
 json_check "$TMP/list.json" '[f["record_count"] for f in j["files"]] == [3, 1] and j["summary"]["records"] == 4' \
     "record counts"
 json_check "$TMP/list.json" 'all(f["status"] == "ok" and f["error"] is None for f in j["files"])' \

@@ -162,5 +162,18 @@ expect_exit 0 "--emulate-smem-per-sm 102400 --backends filtered" -- \
 json_check "$TMP/gb10.json" "all(b['status'] == 'unsupported' and b['reason'] and b['verdict'] == 'not_run' for r in j['records'] for b in r['backends'])" \
     "emulated GB10: filtered unsupported with a reason, not a failure"
 json_check "$TMP/gb10.json" 'j["context"]["emulation"]["smem_per_sm_bytes"] == 102400' "emulation in the context"
+json_check "$TMP/gb10.json" 'j["context"]["device"]["smem_emulated"] is True and j["context"]["device"]["smem_per_sm_bytes"] == 102400' \
+    "the context's device is described with the emulated shared memory"
+
+# --devices 0,0: the device compared with itself, two passes; the second finds the first's
+# records and adds its per_device[] entries, and the table says which pass runs.
+expect_exit 0 "--devices 0,0 --backends bitonic,sort" -- \
+    "$AUDIT" run --reps 2 --noise none --backends bitonic,sort --devices 0,0 \
+    --out "$TMP/self.json" captures/tie.bin captures/relu.bin
+expect_grep '^# --devices entry 1: ordinal 0 ' "$TMP/out" "the table names the second pass"
+json_check "$TMP/self.json" 'len(j["records"]) > 0 and all([d["device"]["index"] for d in b["per_device"]] == [0, 1] and all(d["status"] == "ok" for d in b["per_device"]) for r in j["records"] for b in r["backends"])' \
+    "per_device: one ok entry per --devices entry, in list order, on every record x backend"
+json_check "$TMP/self.json" 'j["cross_device"]["available"] and j["cross_device"]["summary"]["compared"] > 0 and j["cross_device"]["summary"]["required_disagreements"] == 0' \
+    "cross_device: the device agrees with itself"
 
 finish

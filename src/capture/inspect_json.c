@@ -1,0 +1,161 @@
+#include "inspect_json.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "capture.h"
+#include "json_util.h"
+
+cJSON *inspect_json_begin(const struct document_context *context)
+{
+    cJSON *document = document_begin(INSPECT_SCHEMA, INSPECT_SCHEMA_VERSION, context, NULL);
+    if (document && !cJSON_AddArrayToObject(document, "files")) {
+        cJSON_Delete(document);
+        return NULL;
+    }
+    return document;
+}
+
+static cJSON *describe_record(const struct capture_record *record)
+{
+    cJSON *item = cJSON_CreateObject();
+    if (!item)
+        return NULL;
+    int32_t length_min = record->lengths[0], length_max = record->lengths[0];
+    for (uint32_t b = 1; b < record->rows; b++) {
+        if (record->lengths[b] < length_min)
+            length_min = record->lengths[b];
+        if (record->lengths[b] > length_max)
+            length_max = record->lengths[b];
+    }
+    json_add_u64(item, "index", record->index);
+    json_add_u64(item, "offset_bytes", record->file_offset);
+    json_add_u64(item, "rows", record->rows);
+    json_add_u64(item, "k", record->k);
+    json_add_u64(item, "row_stride", record->row_stride);
+    cJSON_AddNumberToObject(item, "length_min", length_min);
+    cJSON_AddNumberToObject(item, "length_max", length_max);
+    cJSON_AddBoolToObject(item, "row_starts", record->row_starts != NULL);
+    cJSON_AddBoolToObject(item, "page_table", record->page_size != 0);
+    json_add_u64(item, "page_size", record->page_size);
+    json_add_u64(item, "page_table_cols", record->page_table_cols);
+    cJSON_AddBoolToObject(item, "engine_indices", record->engine_indices != NULL);
+    cJSON_AddBoolToObject(item, "compressed", record->compressed);
+    json_add_u64(item, "stored_bytes", record->stored_payload_bytes);
+    json_add_u64(item, "raw_bytes", capture_record_raw_payload_bytes(record));
+    json_add_hex(item, "payload_sha256", record->payload_sha256, sizeof(record->payload_sha256));
+    cJSON *metadata = cJSON_Parse(record->metadata_json);
+    if (metadata)
+        cJSON_AddItemToObject(item, "metadata", metadata);
+    else
+        cJSON_AddStringToObject(item, "metadata", record->metadata_json);
+    cJSON_AddStringToObject(item, "checksum", "ok");
+    return item;
+}
+
+/* What ended a file early, counted in totals. */
+static const char *file_status_of(int status, const struct capture_reader *reader,
+                                  struct inspect_totals *totals)
+{
+    enum capture_read_state state = reader ? capture_reader_state(reader) : CAPTURE_READ_OK;
+    if (status == AUDIT_EDATA && state == CAPTURE_READ_TRUNCATED) {
+        totals->truncated_files++;
+        return "truncated";
+    }
+    if (status == AUDIT_EDATA && state == CAPTURE_READ_CORRUPT) {
+        totals->corrupt_files++;
+        return "corrupt";
+    }
+    if (status == AUDIT_ENOMEM) {
+        totals->out_of_memory = true;
+        return "out_of_memory";
+    }
+    totals->unreadable_files++;
+    return "unreadable";
+}
+
+/* Every record of the file into records; returns how the reading ended (0 at a clean end). */
+static int read_records(cJSON *records, const char *path, struct capture_reader *reader,
+                        struct inspect_totals *totals, struct inspect_file_outcome *outcome,
+                        struct audit_error *err)
+{
+    for (;;) {
+        struct capture_record record;
+        int result = capture_read_record(reader, &record, err);
+        if (result <= 0)
+            return result;
+        cJSON *item = describe_record(&record);
+        outcome->next_record = record.index + 1;
+        outcome->next_offset = capture_record_end_offset(&record);
+        capture_record_free(&record);
+        if (!item)
+            return audit_fail(err, AUDIT_ENOMEM, "%s: out of memory listing records", path);
+        cJSON_AddItemToArray(records, item);
+        totals->records++;
+    }
+}
+
+int inspect_json_add_file(cJSON *document, const char *path, struct inspect_totals *totals,
+                          struct inspect_file_outcome *outcome)
+{
+    struct capture_reader *reader = NULL;
+    struct audit_error err = { 0 };
+    struct stat info;
+    cJSON *file = cJSON_CreateObject();
+    cJSON *records = cJSON_CreateArray();
+    memset(outcome, 0, sizeof(*outcome));
+    outcome->file_status = "ok";
+    if (!file || !records || !cJSON_AddItemToArray(cJSON_GetObjectItem(document, "files"), file)) {
+        cJSON_Delete(file);
+        cJSON_Delete(records);
+        totals->out_of_memory = true;
+        return AUDIT_ENOMEM;
+    }
+    totals->files++;
+    cJSON_AddStringToObject(file, "path", path);
+    if (stat(path, &info) == 0)
+        json_add_u64(file, "size_bytes", (uint64_t)info.st_size);
+    else
+        cJSON_AddNullToObject(file, "size_bytes");
+
+    int status = capture_open(&reader, path, &err);
+    if (status == AUDIT_OK)
+        status = read_records(records, path, reader, totals, outcome, &err);
+    if (status < 0) {
+        outcome->status = status;
+        outcome->file_status = file_status_of(status, reader, totals);
+        snprintf(outcome->message, sizeof(outcome->message), "%s", err.message);
+    }
+    cJSON_AddStringToObject(file, "status", outcome->file_status);
+    json_add_u64(file, "record_count", (uint64_t)cJSON_GetArraySize(records));
+    if (status < 0) {
+        cJSON *error = cJSON_AddObjectToObject(file, "error");
+        if (error) {
+            if (reader) {
+                json_add_u64(error, "record", outcome->next_record);
+                json_add_u64(error, "offset_bytes", outcome->next_offset);
+            }
+            cJSON_AddStringToObject(error, "kind", outcome->file_status);
+            cJSON_AddStringToObject(error, "message", outcome->message);
+        }
+    } else {
+        cJSON_AddNullToObject(file, "error");
+    }
+    cJSON_AddItemToObject(file, "records", records);
+    capture_close(reader);
+    return AUDIT_OK;
+}
+
+int inspect_json_finish(cJSON *document, const struct inspect_totals *totals)
+{
+    cJSON *summary = cJSON_AddObjectToObject(document, "summary");
+    if (!summary)
+        return AUDIT_ENOMEM;
+    json_add_u64(summary, "files", totals->files);
+    json_add_u64(summary, "records", totals->records);
+    json_add_u64(summary, "truncated_files", totals->truncated_files);
+    json_add_u64(summary, "corrupt_files", totals->corrupt_files);
+    json_add_u64(summary, "unreadable_files", totals->unreadable_files);
+    return AUDIT_OK;
+}

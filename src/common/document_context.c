@@ -1,0 +1,71 @@
+#include "document_context.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "version.h"
+
+void document_context_fill(struct document_context *context, const char *version_string,
+                           const char *command_line)
+{
+    time_t now = time(NULL);
+    struct tm utc;
+    context->tool_version = DSATOPK_VERSION;
+    context->git_revision = DSATOPK_GIT_REVISION;
+    context->version_string = version_string;
+    context->command_line = command_line;
+    if (!gmtime_r(&now, &utc) ||
+        strftime(context->utc_time, sizeof(context->utc_time), "%Y-%m-%dT%H:%M:%SZ", &utc) == 0)
+        snprintf(context->utc_time, sizeof(context->utc_time), "unknown");
+    if (gethostname(context->host, sizeof(context->host)) != 0)
+        snprintf(context->host, sizeof(context->host), "unknown");
+    context->host[sizeof(context->host) - 1] = '\0';
+}
+
+static bool add_string_or_null(cJSON *object, const char *name, const char *value)
+{
+    return (value ? cJSON_AddStringToObject(object, name, value)
+                  : cJSON_AddNullToObject(object, name)) != NULL;
+}
+
+int document_context_add(cJSON *object, const struct document_context *context)
+{
+    if (!object || !add_string_or_null(object, "tool_version", context->tool_version) ||
+        !add_string_or_null(object, "git_revision", context->git_revision) ||
+        !add_string_or_null(object, "version_string", context->version_string) ||
+        !add_string_or_null(object, "command_line", context->command_line) ||
+        !add_string_or_null(object, "utc_time", context->utc_time) ||
+        !add_string_or_null(object, "host", context->host))
+        return AUDIT_ENOMEM;
+    return AUDIT_OK;
+}
+
+cJSON *document_context_json(const struct document_context *context)
+{
+    cJSON *object = cJSON_CreateObject();
+    if (document_context_add(object, context) < 0) {
+        cJSON_Delete(object);
+        return NULL;
+    }
+    return object;
+}
+
+cJSON *document_begin(const char *schema, int schema_version,
+                      const struct document_context *context, cJSON **context_json)
+{
+    cJSON *document = cJSON_CreateObject();
+    cJSON *context_object = document_context_json(context);
+    if (!document || !context_object || !cJSON_AddStringToObject(document, "schema", schema) ||
+        !cJSON_AddNumberToObject(document, "schema_version", schema_version)) {
+        cJSON_Delete(document);
+        cJSON_Delete(context_object);
+        return NULL;
+    }
+    cJSON_AddItemToObject(document, "context", context_object);
+    if (context_json)
+        *context_json = context_object;
+    return document;
+}

@@ -1,0 +1,33 @@
+/* The diff document (schema dsatopk-audit/diff, docs/TRIAGE.md "JSON"): the inputs, the
+ * mismatches and input errors met, the summary, and per record its counts and every row that is
+ * not identical. */
+#ifndef DSATOPK_DIFF_JSON_H
+#define DSATOPK_DIFF_JSON_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "diff_record.h"
+#include "document_context.h"
+
+#define DIFF_SCHEMA "dsatopk-audit/diff"
+/* 2: "schema_version" (was "version"); tool_version and command_line moved from the top level
+ * into the shared context block. */
+#define DIFF_SCHEMA_VERSION 2
+
+/* A new document: schema, schema_version, context, inputs, k_override (0: null) and empty
+ * mismatch and input error lists. NULL when out of memory. */
+cJSON *diff_json_begin(const struct document_context *context, const char *path_a,
+                       const char *path_b, uint32_t k_override);
+/* Appends a message to the document's "mismatches" or "input_errors". 0 or AUDIT_ENOMEM. */
+int diff_json_add_mismatch(cJSON *document, const char *message);
+int diff_json_add_input_error(cJSON *document, const char *message);
+/* The object of one compared record, appended to records (an array the caller attaches with
+ * diff_json_finish). 0 or AUDIT_ENOMEM. */
+int diff_json_add_record(cJSON *records, const struct diff_record_result *result);
+/* Adds the summary of totals, then records (moved into the document, also on failure). 0 or
+ * AUDIT_ENOMEM. */
+int diff_json_finish(cJSON *document, const struct diff_totals *totals, cJSON *records);
+
+#endif
