@@ -231,7 +231,7 @@ static void test_external_baseline_counts_graph_mismatch(void **state)
     tally_add(tally, graph_same, NAN, NULL, NULL, NULL);
     tally_add(tally, graph_other, NAN, NULL, NULL, NULL);
     tally_add(tally, graph_other, NAN, NULL, NULL, NULL);
-    const struct violation_tally *mismatch = &tally->violations[REPORT_GRAPH_MISMATCH];
+    const struct violation_tally *mismatch = &tally->violations[VIOLATION_GRAPH_MISMATCH];
     assert_int_equal(mismatch->total_rows, 4);
     assert_int_equal(mismatch->max_rows_per_rep, 2);
     assert_int_equal(tally->distinct_outputs, 2);
