@@ -141,96 +141,77 @@ static cJSON *shard_list_json(const struct shard_input *shards, size_t count)
     return list;
 }
 
-int gate_merge_reports(const char *const *paths, const cJSON *const *roots, size_t count,
-                       cJSON **merged_out, uint32_t *missing_shards, struct audit_error *err)
+/* Shards of one audit: the same N and configuration, no index twice. Sorts them by index. */
+static int check_shards(struct shard_input *shards, size_t count, struct audit_error *err)
 {
-    struct shard_input *shards = calloc(count ? count : 1, sizeof(*shards));
-    struct merged_record *records = NULL;
-    cJSON *merged = NULL;
-    size_t record_count = 0;
-    int status = AUDIT_OK;
-    *merged_out = NULL;
-    *missing_shards = 0;
-    if (!shards)
-        return audit_fail(err, AUDIT_ENOMEM, "out of memory merging reports");
-    if (count == 0) {
-        status = audit_fail(err, AUDIT_EUSAGE, "no shard report to merge");
-        goto done;
-    }
-    size_t total_records = 0;
-    for (size_t s = 0; s < count; s++) {
-        shards[s].path = paths[s];
-        shards[s].root = roots[s];
-        status = read_shard(&shards[s], err);
-        if (status < 0)
-            goto done;
-        total_records += shards[s].document.record_count;
-    }
     for (size_t s = 1; s < count; s++) {
-        if (shards[s].count != shards[0].count) {
-            status = audit_fail(err, AUDIT_EDATA,
-                                "%s is shard %u/%u but %s is shard %u/%u: shards of one audit "
-                                "share N",
-                                shards[0].path, shards[0].index, shards[0].count, shards[s].path,
-                                shards[s].index, shards[s].count);
-            goto done;
-        }
+        if (shards[s].count != shards[0].count)
+            return audit_fail(err, AUDIT_EDATA,
+                              "%s is shard %u/%u but %s is shard %u/%u: shards of one audit "
+                              "share N",
+                              shards[0].path, shards[0].index, shards[0].count, shards[s].path,
+                              shards[s].index, shards[s].count);
         for (size_t k = 0; shard_config_keys[k]; k++) {
             const cJSON *a = json_member(shards[0].document.context, shard_config_keys[k]);
             const cJSON *b = json_member(shards[s].document.context, shard_config_keys[k]);
-            if (!(a == NULL && b == NULL) && !cJSON_Compare(a, b, true)) {
-                status = audit_fail(err, AUDIT_EDATA,
-                                    "%s and %s differ in context.%s: not shards of one audit",
-                                    shards[0].path, shards[s].path, shard_config_keys[k]);
-                goto done;
-            }
+            if (!(a == NULL && b == NULL) && !cJSON_Compare(a, b, true))
+                return audit_fail(err, AUDIT_EDATA,
+                                  "%s and %s differ in context.%s: not shards of one audit",
+                                  shards[0].path, shards[s].path, shard_config_keys[k]);
         }
     }
     qsort(shards, count, sizeof(*shards), compare_shards);
     for (size_t s = 1; s < count; s++) {
-        if (shards[s].index == shards[s - 1].index) {
-            status = audit_fail(err, AUDIT_EDATA,
-                                "%s and %s are both shard %u/%u: overlapping shards (each record "
-                                "would appear twice)",
-                                shards[s - 1].path, shards[s].path, shards[s].index,
-                                shards[s].count);
-            goto done;
-        }
+        if (shards[s].index == shards[s - 1].index)
+            return audit_fail(err, AUDIT_EDATA,
+                              "%s and %s are both shard %u/%u: overlapping shards (each record "
+                              "would appear twice)",
+                              shards[s - 1].path, shards[s].path, shards[s].index,
+                              shards[s].count);
     }
-    *missing_shards = shards[0].count - (uint32_t)count;
+    return AUDIT_OK;
+}
 
-    records = calloc(total_records ? total_records : 1, sizeof(*records));
-    if (!records) {
-        status = audit_fail(err, AUDIT_ENOMEM, "out of memory merging reports");
-        goto done;
-    }
+/* Every shard's records in global order (*records, *record_count), refused if one is twice. */
+static int collect_records(const struct shard_input *shards, size_t count,
+                           struct merged_record **records_out, size_t *record_count,
+                           struct audit_error *err)
+{
+    size_t total = 0, n = 0;
+    for (size_t s = 0; s < count; s++)
+        total += shards[s].document.record_count;
+    struct merged_record *records = calloc(total ? total : 1, sizeof(*records));
+    *records_out = records;
+    *record_count = 0;
+    if (!records)
+        return audit_fail(err, AUDIT_ENOMEM, "out of memory merging reports");
     for (size_t s = 0; s < count; s++) {
         size_t r = 0;
         const cJSON *record;
         cJSON_ArrayForEach(record, json_member(shards[s].root, KEY_RECORDS)) {
-            records[record_count].global_index =
-                (uint64_t)shards[s].document.records[r++].global_index;
-            records[record_count].json = record;
-            records[record_count++].shard = s;
+            records[n].global_index = (uint64_t)shards[s].document.records[r++].global_index;
+            records[n].json = record;
+            records[n++].shard = s;
         }
     }
-    qsort(records, record_count, sizeof(*records), compare_merged_records);
-    for (size_t r = 1; r < record_count; r++) {
-        if (records[r].global_index == records[r - 1].global_index) {
-            status = audit_fail(err, AUDIT_EDATA,
-                                "%s and %s both hold global record %llu: overlapping shards",
-                                shards[records[r - 1].shard].path, shards[records[r].shard].path,
-                                (unsigned long long)records[r].global_index);
-            goto done;
-        }
+    *record_count = n;
+    qsort(records, n, sizeof(*records), compare_merged_records);
+    for (size_t r = 1; r < n; r++) {
+        if (records[r].global_index == records[r - 1].global_index)
+            return audit_fail(err, AUDIT_EDATA,
+                              "%s and %s both hold global record %llu: overlapping shards",
+                              shards[records[r - 1].shard].path, shards[records[r].shard].path,
+                              (unsigned long long)records[r].global_index);
     }
+    return AUDIT_OK;
+}
 
-    merged = cJSON_CreateObject();
-    if (!merged)
-        goto no_memory;
-    cJSON_AddStringToObject(merged, KEY_SCHEMA, REPORT_SCHEMA);
-    cJSON_AddNumberToObject(merged, KEY_SCHEMA_VERSION, REPORT_SCHEMA_VERSION);
-    bool complete = *missing_shards == 0;
+/* complete, stop_reason and exit_code of the merged report: the first incomplete shard's
+ * reason, or the shards missing; the highest exit code. */
+static void merged_outcome(cJSON *merged, const struct shard_input *shards, size_t count,
+                           uint32_t missing_shards)
+{
+    bool complete = missing_shards == 0;
     char stop_reason[AUDIT_ERROR_MESSAGE_BYTES] = "";
     double exit_code = 0;
     for (size_t s = 0; s < count; s++) {
@@ -245,9 +226,9 @@ int gate_merge_reports(const char *const *paths, const cJSON *const *roots, size
                      document->stop_reason ? document->stop_reason : "incomplete");
         }
     }
-    if (*missing_shards) {
+    if (missing_shards) {
         size_t used = (size_t)snprintf(stop_reason, sizeof(stop_reason), "%u of %u shards missing:",
-                                       *missing_shards, shards[0].count);
+                                       missing_shards, shards[0].count);
         size_t next = 0;
         for (uint32_t i = 0; i < shards[0].count && used + 16 < sizeof(stop_reason); i++) {
             if (next < count && shards[next].index == i) {
@@ -263,6 +244,36 @@ int gate_merge_reports(const char *const *paths, const cJSON *const *roots, size
     else
         cJSON_AddNullToObject(merged, KEY_STOP_REASON);
     cJSON_AddNumberToObject(merged, KEY_EXIT_CODE, exit_code);
+}
+
+/* Every shard reads every input, so each reports the same input errors: keep one of each. */
+static void merge_input_errors(cJSON *input_errors, const struct shard_input *shards,
+                               size_t count)
+{
+    for (size_t s = 0; s < count; s++) {
+        const cJSON *error;
+        cJSON_ArrayForEach(error, shards[s].document.input_errors) {
+            bool seen = false;
+            const cJSON *kept;
+            cJSON_ArrayForEach(kept, input_errors)
+                seen = seen || cJSON_Compare(kept, error, true);
+            if (!seen)
+                cJSON_AddItemToArray(input_errors, cJSON_Duplicate(error, 1));
+        }
+    }
+}
+
+/* The merged report from checked shards and their records in global order. */
+static cJSON *merged_report(const struct shard_input *shards, size_t count,
+                            const struct merged_record *records, size_t record_count,
+                            uint32_t missing_shards)
+{
+    cJSON *merged = cJSON_CreateObject();
+    if (!merged)
+        return NULL;
+    cJSON_AddStringToObject(merged, KEY_SCHEMA, REPORT_SCHEMA);
+    cJSON_AddNumberToObject(merged, KEY_SCHEMA_VERSION, REPORT_SCHEMA_VERSION);
+    merged_outcome(merged, shards, count, missing_shards);
     cJSON *context = cJSON_Duplicate(shards[0].document.context, 1);
     if (!context)
         goto no_memory;
@@ -275,18 +286,7 @@ int gate_merge_reports(const char *const *paths, const cJSON *const *roots, size
         goto no_memory;
     for (size_t r = 0; r < record_count; r++)
         cJSON_AddItemToArray(merged_records, cJSON_Duplicate(records[r].json, 1));
-    /* Every shard reads every input, so each reports the same input errors: keep one of each. */
-    for (size_t s = 0; s < count; s++) {
-        const cJSON *error;
-        cJSON_ArrayForEach(error, shards[s].document.input_errors) {
-            bool seen = false;
-            const cJSON *kept;
-            cJSON_ArrayForEach(kept, input_errors)
-                seen = seen || cJSON_Compare(kept, error, true);
-            if (!seen)
-                cJSON_AddItemToArray(input_errors, cJSON_Duplicate(error, 1));
-        }
-    }
+    merge_input_errors(input_errors, shards, count);
     cJSON *cross_device = merge_cross_device(shards, count, records, record_count);
     if (cross_device)
         cJSON_AddItemToObject(merged, KEY_CROSS_DEVICE, cross_device);
@@ -294,13 +294,43 @@ int gate_merge_reports(const char *const *paths, const cJSON *const *roots, size
     if (!summary)
         goto no_memory;
     cJSON_AddItemToObject(merged, KEY_SUMMARY, summary);
-    *merged_out = merged;
-    merged = NULL;
-    goto done;
+    return merged;
 no_memory:
-    status = audit_fail(err, AUDIT_ENOMEM, "out of memory merging reports");
-done:
     cJSON_Delete(merged);
+    return NULL;
+}
+
+int gate_merge_reports(const char *const *paths, const cJSON *const *roots, size_t count,
+                       cJSON **merged_out, uint32_t *missing_shards, struct audit_error *err)
+{
+    struct shard_input *shards = calloc(count ? count : 1, sizeof(*shards));
+    struct merged_record *records = NULL;
+    size_t record_count = 0;
+    int status = AUDIT_OK;
+    *merged_out = NULL;
+    *missing_shards = 0;
+    if (!shards)
+        return audit_fail(err, AUDIT_ENOMEM, "out of memory merging reports");
+    if (count == 0) {
+        status = audit_fail(err, AUDIT_EUSAGE, "no shard report to merge");
+        goto done;
+    }
+    for (size_t s = 0; s < count; s++) {
+        shards[s].path = paths[s];
+        shards[s].root = roots[s];
+        status = read_shard(&shards[s], err);
+        if (status < 0)
+            goto done;
+    }
+    if ((status = check_shards(shards, count, err)) < 0)
+        goto done;
+    *missing_shards = shards[0].count - (uint32_t)count;
+    if ((status = collect_records(shards, count, &records, &record_count, err)) < 0)
+        goto done;
+    *merged_out = merged_report(shards, count, records, record_count, *missing_shards);
+    if (!*merged_out)
+        status = audit_fail(err, AUDIT_ENOMEM, "out of memory merging reports");
+done:
     for (size_t s = 0; s < count; s++)
         report_document_release(&shards[s].document);
     free(shards);

@@ -2,6 +2,7 @@
 #include "report_read.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -708,4 +709,176 @@ int report_document_load(struct report_document *document, const char *path, str
     if (status < 0)
         return status;
     return report_document_parse(document, path, root, err);
+}
+
+/* ---- the rows a report names ---------------------------------------------------------------- */
+
+/* Rows of one list: numbers, or objects with a "row" number. Anything else in the list is a
+ * malformed report. A field that is not an array (a count) is not a list and is skipped. */
+static int named_row_list(struct report_row_query *query, const cJSON *list, uint32_t record,
+                          const char *where, struct audit_error *err)
+{
+    if (!cJSON_IsArray(list))
+        return AUDIT_OK;
+    int position = 0;
+    for (const cJSON *item = list->child; item; item = item->next, position++) {
+        uint32_t row;
+        if (!report_row_number(item, &row))
+            return audit_fail(err, AUDIT_EDATA, "%s[%d]: not a row number", where, position);
+        int status = query->add(query->context, record, row, err);
+        if (status < 0)
+            return status;
+        query->rows_named++;
+    }
+    return AUDIT_OK;
+}
+
+static int named_backend_rows(struct report_row_query *query, const cJSON *backend,
+                              uint32_t record, const char *where, struct audit_error *err)
+{
+    static const char *const direct_lists[] = { KEY_FLAPPING_ROWS, KEY_WRONG_ROWS };
+    static const char *const observed_lists[] = {
+        KEY_WRONG_ROWS, KEY_WRONG_NOT_PREDICTED_OVERFLOW_LIST, KEY_SET_FLAPPING_UNEXPLAINED_LIST,
+    };
+    char field[512];
+    int status;
+    for (size_t i = 0; i < sizeof(direct_lists) / sizeof(direct_lists[0]); i++) {
+        snprintf(field, sizeof(field), "%s.%s", where, direct_lists[i]);
+        if ((status = named_row_list(query, json_member(backend, direct_lists[i]), record, field,
+                                     err)) < 0)
+            return status;
+    }
+    const cJSON *observed = json_member(backend, KEY_PREDICTED_VS_OBSERVED);
+    for (size_t i = 0; i < sizeof(observed_lists) / sizeof(observed_lists[0]); i++) {
+        snprintf(field, sizeof(field), "%s.%s.%s", where, KEY_PREDICTED_VS_OBSERVED,
+                 observed_lists[i]);
+        if ((status = named_row_list(query, json_member(observed, observed_lists[i]), record,
+                                     field, err)) < 0)
+            return status;
+    }
+    const cJSON *graph = json_member(backend, KEY_GRAPH);
+    snprintf(field, sizeof(field), "%s.%s.%s", where, KEY_GRAPH, KEY_FLAPPING_ROWS);
+    if ((status = named_row_list(query, json_member(graph, KEY_FLAPPING_ROWS), record, field,
+                                 err)) < 0)
+        return status;
+    const cJSON *batch = json_member(backend, KEY_BATCH_INVARIANCE);
+    snprintf(field, sizeof(field), "%s.%s.%s", where, KEY_BATCH_INVARIANCE, KEY_DEPENDENT_ROWS);
+    return named_row_list(query, json_member(batch, KEY_DEPENDENT_ROWS), record, field, err);
+}
+
+static const char *path_base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+enum file_match { MATCH_NONE, MATCH_NAME, MATCH_EXACT };
+
+/* How a report record's "file" relates to the capture: absent or the same path (or the same
+ * file once resolved) is exact; the same file name in another directory is a weaker match,
+ * used only when no record matches exactly (the run may have had another working directory). */
+static enum file_match match_file(const cJSON *file, const char *capture, const char *capture_real)
+{
+    if (!cJSON_IsString(file))
+        return MATCH_EXACT;
+    const char *path = file->valuestring;
+    if (strcmp(path, capture) == 0)
+        return MATCH_EXACT;
+    char resolved[PATH_MAX];
+    if (capture_real && realpath(path, resolved) && strcmp(resolved, capture_real) == 0)
+        return MATCH_EXACT;
+    return strcmp(path_base_name(path), path_base_name(capture)) == 0 ? MATCH_NAME : MATCH_NONE;
+}
+
+/* The rows of the records whose file matches capture as wanted; *any_record: some did;
+ * *ambiguous: file-name matches name several files. */
+static int named_rows_matching(struct report_row_query *query, const cJSON *records,
+                               enum file_match wanted, const char *capture_real, bool *any_record,
+                               bool *ambiguous, struct audit_error *err)
+{
+    const char *name_match_file = NULL;
+    int position = 0, status;
+    *any_record = *ambiguous = false;
+    for (const cJSON *entry = records->child; entry; entry = entry->next, position++) {
+        const cJSON *file = json_member(entry, KEY_FILE);
+        if (match_file(file, query->capture_path, capture_real) != wanted)
+            continue;
+        if (wanted == MATCH_NAME) {
+            if (name_match_file && strcmp(name_match_file, file->valuestring) != 0)
+                *ambiguous = true;
+            name_match_file = file->valuestring;
+        }
+        uint32_t index;
+        if (!json_is_count(json_member(entry, KEY_INDEX), UINT32_MAX))
+            return audit_fail(err, AUDIT_EDATA, "%s: records[%d]: no record \"index\"",
+                              query->report_path, position);
+        index = (uint32_t)json_member(entry, KEY_INDEX)->valuedouble;
+        *any_record = true;
+        int backend_position = 0;
+        const cJSON *backends = json_member(entry, KEY_BACKENDS);
+        for (const cJSON *backend = backends ? backends->child : NULL; backend;
+             backend = backend->next, backend_position++) {
+            const char *name = cJSON_GetStringValue(json_member(backend, KEY_NAME));
+            if (query->backend && (!name || strcmp(name, query->backend) != 0))
+                continue;
+            char where[256];
+            snprintf(where, sizeof(where), "%s: records[%d].backends[%d]", query->report_path,
+                     position, backend_position);
+            if ((status = named_backend_rows(query, backend, index, where, err)) < 0)
+                return status;
+        }
+    }
+    return AUDIT_OK;
+}
+
+int report_rows_named(const cJSON *report, struct report_row_query *query,
+                      struct audit_error *err)
+{
+    const cJSON *schema = json_member(report, KEY_SCHEMA);
+    bool matched_any_record = false;
+    int status = AUDIT_OK;
+    query->rows_named = 0;
+    query->schema_missing = false;
+    if (!cJSON_IsObject(report) ||
+        (schema && (!cJSON_IsString(schema) || strcmp(schema->valuestring, REPORT_SCHEMA))))
+        return audit_fail(err, AUDIT_EDATA, "%s: not a run report (schema is not \"%s\")",
+                          query->report_path, REPORT_SCHEMA);
+    query->schema_missing = !schema;
+    const cJSON *records = json_member(report, KEY_RECORDS);
+    if (!cJSON_IsArray(records))
+        return audit_fail(err, AUDIT_EDATA, "%s: no \"%s\" array", query->report_path,
+                          KEY_RECORDS);
+    char *capture_real = realpath(query->capture_path, NULL);
+    /* Two passes: exact file matches first; file-name matches only if there were none. */
+    for (enum file_match wanted = MATCH_EXACT; wanted >= MATCH_NAME && query->rows_named == 0;
+         wanted--) {
+        bool any_record, ambiguous;
+        status = named_rows_matching(query, records, wanted, capture_real, &any_record,
+                                     &ambiguous, err);
+        if (status < 0)
+            goto done;
+        matched_any_record = matched_any_record || any_record;
+        if (any_record && query->rows_named == 0)
+            break; /* the capture's records are in the report; they just list no row */
+        if (ambiguous) {
+            status = audit_fail(err, AUDIT_EDATA, "%s: no record names %s exactly and several "
+                                "files share its name: run extract from the directory `run` was "
+                                "started in", query->report_path, query->capture_path);
+            goto done;
+        }
+    }
+    if (!matched_any_record) {
+        const cJSON *first_file = records->child ? json_member(records->child, KEY_FILE) : NULL;
+        status = audit_fail(err, AUDIT_EDATA, "%s has no record of %s (its first record is of %s): "
+                            "nothing to extract", query->report_path, query->capture_path,
+                            cJSON_IsString(first_file) ? first_file->valuestring : "no file");
+    } else if (query->rows_named == 0) {
+        status = audit_fail(err, AUDIT_EDATA, "%s lists no flapping or wrong row%s%s for %s: "
+                            "nothing to extract", query->report_path,
+                            query->backend ? " of backend " : "",
+                            query->backend ? query->backend : "", query->capture_path);
+    }
+done:
+    free(capture_real);
+    return status;
 }

@@ -170,4 +170,32 @@ int report_document_load(struct report_document *document, const char *path,
                          struct audit_error *err);
 void report_document_release(struct report_document *document);
 
+/* ---- the rows a report names (extract --from-report) ------------------------------------------ */
+
+/* Receives one row a report names, of record (its index in the capture). */
+typedef int (*report_row_fn)(void *context, uint32_t record, uint32_t row,
+                             struct audit_error *err);
+
+struct report_row_query {
+    const char *report_path;   /* names the report in messages */
+    const char *capture_path;  /* the capture whose records are wanted */
+    const char *backend;       /* only this backend's rows; NULL: every backend's */
+    report_row_fn add;
+    void *context;
+    /* out */
+    bool schema_missing;       /* the report has no "schema": read as a run report */
+    size_t rows_named;         /* rows handed to add, repeats included */
+};
+
+/* Hands query->add every row report names for the capture: per record of that capture, the
+ * rows of each backend's flapping_rows, wrong_rows, graph.flapping_rows,
+ * batch_invariance.dependent_rows and predicted_vs_observed row lists. A record is the
+ * capture's when its "file" is absent, the same path or the same file once resolved; when none
+ * is, when its file has the capture's file name (refused when several such files would give
+ * rows). A hand-written report is read: every field but records[].index may be absent.
+ * AUDIT_EDATA for another schema, a malformed row list, a report with no record of the capture
+ * or no row for it. */
+int report_rows_named(const cJSON *report, struct report_row_query *query,
+                      struct audit_error *err);
+
 #endif
