@@ -1,10 +1,10 @@
-/* Unit tests of src/gate/gate.c on hand-made report JSON, no GPU: each level passing and failing
- * (gpu_to_gpu against the baseline and the reference, run_to_run one output, not_guaranteed
- * violations with the radix staging forgiveness), every policy branch (level per backend and per
- * record, allow lists, tolerated known failures with match and until, allow_missing,
- * allow_incomplete, allow_input_errors, invalid policies), missing records and backends, not-run
- * statuses against the baseline, per-device entries, the baseline subset, the summary, merge and
- * the cross-device block. */
+/* Unit tests of src/gate/ and of the report reader (src/report/report_read.c) on hand-made report
+ * JSON, no GPU: each level passing and failing (gpu_to_gpu against the baseline and the reference,
+ * run_to_run one output, not_guaranteed violations with the radix staging forgiveness), every
+ * policy branch (level per backend and per record, allow lists, tolerated known failures with
+ * match and until, allow_missing, allow_incomplete, allow_input_errors, invalid policies), missing
+ * records and backends, not-run statuses against the baseline, per-device entries, the baseline
+ * subset, the summary, merge and the cross-device block. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -781,6 +781,11 @@ static void test_invalid_documents(void **state)
     cJSON *report = single("sort", "gpu_to_gpu", "ok", "aaa", NULL);
     set_number(report, "schema_version", 2);
     expect_document_error(report, "r.json: $.schema_version: dsatopk-audit/report version 2");
+    /* Versions before the first are not documents of this tool. */
+    report = single("sort", "gpu_to_gpu", "ok", "aaa", NULL);
+    set_number(report, "schema_version", 0);
+    expect_document_error(report, "$.schema_version: dsatopk-audit/report version 0: this tool "
+                                  "reads version 1");
 
     report = single("sort", "gpu_to_gpu", "ok", "aaa", NULL);
     cJSON_ReplaceItemInObjectCaseSensitive(report, "schema", cJSON_CreateString("other"));

@@ -1,9 +1,10 @@
-/* Unit tests of src/report/report.c on hand-made outputs, no GPU: output hashes against SHA-256 of
- * bytes laid out by hand, distinct outputs and sets, violation totals and per-rep maxima,
- * flapping rows, the verdict cache (each distinct output checked once; reps recognised from their
- * row hashes give the same report as reps hashed in full), the time breakdown's arithmetic, the
- * verdict rule of each claimed level (a pass and a fail for each), and the report JSON (schema
- * fields present, no NaN or Infinity tokens). */
+/* Unit tests of the output tally (src/replay/output_tally.c), run's verdict from it
+ * (src/report/backend_result.c) and the report writer (src/report/report.c) on hand-made outputs,
+ * no GPU: output hashes against SHA-256 of bytes laid out by hand, distinct outputs and sets,
+ * violation totals and per-rep maxima, flapping rows, the verdict cache (each distinct output
+ * checked once; reps recognised from their row hashes give the same report as reps hashed in
+ * full), the time breakdown's arithmetic, the verdict rule of each claimed level (a pass and a
+ * fail for each), and the report JSON (schema fields present, no NaN or Infinity tokens). */
 #include <ctype.h>
 #include <math.h>
 #include <setjmp.h>

@@ -124,6 +124,7 @@
 #define KEY_VERDICT "verdict"
 #define KEY_VERDICT_REASONS "verdict_reasons"
 #define KEY_SCRATCH_BYTES "scratch_bytes"
+#define KEY_PLUGIN "plugin" /* {"path": ...} of a backend loaded from a plugin */
 #define KEY_PER_DEVICE "per_device"
 
 /* time_breakdown_ms of a backend entry (total_ms and other_ms above) */

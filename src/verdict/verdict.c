@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "report_keys.h"
+
 #define KIND_BIT(kind) (1u << (kind))
 #define ALL_CHECK_KINDS ((1u << CHECK_KIND_COUNT) - 1u)
 
@@ -286,7 +288,7 @@ static void violation_forgivable(struct judge *judge, const struct verdict_reps 
     case OVERFLOW_WRONG_ROWS:
         if (reps->wrong_rows_not_predicted > 0) {
             fail.rows = VERDICT_ROWS_WRONG_NOT_PREDICTED;
-            fail.rows_why = "wrong_not_predicted_overflow";
+            fail.rows_why = KEY_WRONG_NOT_PREDICTED_OVERFLOW;
             finding(judge, &fail,
                     "%s on %llu row(s); %llu row(s) with wrong_set or short are not predicted to "
                     "overflow the %s staging",

@@ -1,12 +1,13 @@
 /* libFuzzer harness: the JSON readers. Input: one mode byte, then a JSON document, handed over
  * as an in-memory file.
  *   mode % 7 == 0: json_read_file (src/common/json_util.c), the reader behind every JSON input
- *   mode % 7 == 1: the run-report reader of `extract --from-report` (src/cli/cmd_extract.c), through
- *                  the command line on the fixture capture a.bin; mode bit 3 adds --backend
+ *   mode % 7 == 1: the run-report reader of `extract --from-report` (report_rows_named,
+ *                  src/report/report_read.c), through the command line on the fixture capture
+ *                  a.bin; mode bit 3 adds --backend
  *   mode % 7 == 2: `import --metadata @FILE` (src/cli/cmd_import.c), the metadata object reader
- *   mode % 7 == 3: report_document_load (src/gate/gate.c), a report or a baseline; a report that loads
- *                  is judged against itself and its baseline subset must load again; a baseline
- *                  that loads judges the fixture report
+ *   mode % 7 == 3: report_document_load (src/report/report_read.c), a report or a baseline; a
+ *                  report that loads is judged against itself and its baseline subset must load
+ *                  again; a baseline that loads judges the fixture report
  *   mode % 7 == 4: gate_policy_load; a policy that loads judges the fixture report
  *   mode % 7 == 5: gate_merge_reports of the document alone and twice (overlapping shards)
  *   mode % 7 == 6: the `gate` command: the document as the report against the fixture report
