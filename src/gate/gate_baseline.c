@@ -1,4 +1,4 @@
-/* The baseline (gate.h "baseline", docs/GATE.md "Baselines"): the subset of a report that gate
+/* The baseline (gate.h "baseline", docs/GATE.md "The baseline"): the subset of a report that gate
  * needs to judge later reports against it. */
 #include "gate.h"
 

@@ -1,8 +1,8 @@
 /* Judging one record x backend of a report against the baseline, under the policy (gate.h
- * "judging", docs/GATE.md "What gate checks"): the verdict rule is verdict_judge()'s, fed with
- * what the report document shows; this file adds what only gate knows (the baseline's output,
- * the policy's allowances and tolerances, the devices of a --devices report) and writes the
- * entry of the verdict document. */
+ * "judging", docs/GATE.md "What each level must show"): the verdict rule is verdict_judge()'s,
+ * fed with what the report document shows; this file adds what only gate knows (the baseline's
+ * output, the policy's allowances and tolerances, the devices of a --devices report) and writes
+ * the entry of the verdict document. */
 #include "gate.h"
 
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* Judging whole reports and writing the verdict document (gate.h "judging", docs/GATE.md
- * "Verdict JSON"): records matched with the baseline's, every record x backend judged by
+ * "The verdict"): records matched with the baseline's, every record x backend judged by
  * gate_judge_entry(), the report-level failures (incomplete, input errors), the counts. */
 #include "gate.h"
 

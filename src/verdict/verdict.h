@@ -1,5 +1,6 @@
 /* The verdict: what each claimed determinism level must show, and the one judge that applies it
- * to what a backend's reps showed (docs/REPORT.md "Verdicts", docs/GATE.md "What gate checks").
+ * to what a backend's reps showed (docs/REPORT.md "Verdicts", docs/GATE.md "What each level must
+ * show").
  *
  * Two callers fill the same evidence: `run` from its own tallies (src/report/backend_result.c:
  * every row of every rep, the census per row) and `gate` from a report read back
