@@ -152,8 +152,10 @@ static int read_report(const struct extract_options *options, struct row_pairs *
         return status;
     status = report_rows_named(report, &query, err);
     if (query.schema_missing)
-        fprintf(stderr, "dsatopk-audit extract: %s: no \"%s\" field; reading it as a run "
-                "report\n", options->report, KEY_SCHEMA);
+        fprintf(stderr,
+                "dsatopk-audit extract: %s: no \"%s\" field; reading it as a run "
+                "report\n",
+                options->report, KEY_SCHEMA);
     if (status == AUDIT_OK && pairs->count > 1) {
         /* Sort and drop duplicates (a row can flap on several backends). */
         uint64_t *p = pairs->pairs;
@@ -231,20 +233,23 @@ out_of_memory:
 
 /* Every row to keep must be in the record. */
 static int check_rows_exist(const struct extract_options *options,
-                            const struct capture_record *record, const uint32_t *rows,
-                            size_t count, struct audit_error *err)
+                            const struct capture_record *record, const uint32_t *rows, size_t count,
+                            struct audit_error *err)
 {
     for (size_t i = 0; i < count; i++) {
         if (rows[i] < record->rows)
             continue;
         if (options->report)
-            return audit_fail(err, AUDIT_EDATA, "%s names row %" PRIu32 " of record %" PRIu32
+            return audit_fail(err, AUDIT_EDATA,
+                              "%s names row %" PRIu32 " of record %" PRIu32
                               ", but that record of %s has %" PRIu32 " rows: the report does "
-                              "not describe this capture", options->report, rows[i],
-                              record->index, options->input, record->rows);
-        return audit_fail(err, AUDIT_EUSAGE, "--rows: row %" PRIu32 " is out of range: record %"
-                          PRIu32 " of %s has %" PRIu32 " rows", rows[i], record->index,
-                          options->input, record->rows);
+                              "not describe this capture",
+                              options->report, rows[i], record->index, options->input,
+                              record->rows);
+        return audit_fail(err, AUDIT_EUSAGE,
+                          "--rows: row %" PRIu32 " is out of range: record %" PRIu32
+                          " of %s has %" PRIu32 " rows",
+                          rows[i], record->index, options->input, record->rows);
     }
     return AUDIT_OK;
 }
@@ -255,14 +260,16 @@ static int check_records_exist(const struct extract_options *options, const uint
                                uint32_t records_seen, struct audit_error *err)
 {
     if (record_list && record_list[record_count - 1] >= records_seen)
-        return audit_fail(err, AUDIT_EUSAGE, "--records: record %" PRIu32 " is out of range: %s "
-                          "has %" PRIu32 " records", record_list[record_count - 1],
-                          options->input, records_seen);
+        return audit_fail(err, AUDIT_EUSAGE,
+                          "--records: record %" PRIu32 " is out of range: %s "
+                          "has %" PRIu32 " records",
+                          record_list[record_count - 1], options->input, records_seen);
     for (size_t i = 0; i < report_rows->count; i++) {
         uint32_t named = (uint32_t)(report_rows->pairs[i] >> 32);
         if (named >= records_seen)
-            return audit_fail(err, AUDIT_EDATA, "%s names record %" PRIu32 ", but %s has %"
-                              PRIu32 " records: the report does not describe this capture",
+            return audit_fail(err, AUDIT_EDATA,
+                              "%s names record %" PRIu32 ", but %s has %" PRIu32
+                              " records: the report does not describe this capture",
                               options->report, named, options->input, records_seen);
     }
     return AUDIT_OK;
@@ -379,8 +386,8 @@ static int extract(const struct extract_options *options, struct audit_error *er
         written_rows += count;
     }
 
-    status = check_records_exist(options, record_list, record_count, &report_rows, records_seen,
-                                 err);
+    status =
+        check_records_exist(options, record_list, record_count, &report_rows, records_seen, err);
     if (status < 0)
         goto done;
     if (written_records == 0) {

@@ -182,7 +182,8 @@ static void print_entry(FILE *out, const cJSON *entry)
     char where[64], label[16];
     const char *file = string_of(entry, KEY_FILE, "?");
     const char *slash = strrchr(file, '/');
-    snprintf(where, sizeof(where), "%s:%.0f", slash ? slash + 1 : file, number_of(entry, KEY_INDEX));
+    snprintf(where, sizeof(where), "%s:%.0f", slash ? slash + 1 : file,
+             number_of(entry, KEY_INDEX));
     size_t i = 0;
     for (; status[i] && i + 1 < sizeof(label); i++)
         label[i] = (char)(status[i] >= 'a' && status[i] <= 'z' ? status[i] - 32 : status[i]);
@@ -232,12 +233,14 @@ static void print_table(FILE *out, const cJSON *verdict, const char *verdict_pat
     const cJSON *report;
     cJSON_ArrayForEach(report, cJSON_GetObjectItemCaseSensitive(verdict, KEY_REPORTS)) {
         const cJSON *summary = cJSON_GetObjectItemCaseSensitive(report, KEY_SUMMARY);
-        fprintf(out, "# report %s (%s, %s, %s): %.0f entries: %.0f pass, %.0f fail, "
-                     "%.0f tolerated, %.0f missing\n",
+        fprintf(out,
+                "# report %s (%s, %s, %s): %.0f entries: %.0f pass, %.0f fail, "
+                "%.0f tolerated, %.0f missing\n",
                 string_of(report, KEY_PATH, "?"), string_of(report, KEY_HOST, "unknown host"),
                 string_of(report, KEY_DEVICE, "no device"), string_of(report, KEY_UTC_TIME, "?"),
                 number_of(summary, KEY_ENTRIES), number_of(summary, gate_status_name(GATE_PASS)),
-                number_of(summary, gate_status_name(GATE_FAIL)), number_of(summary, gate_status_name(GATE_TOLERATED)),
+                number_of(summary, gate_status_name(GATE_FAIL)),
+                number_of(summary, gate_status_name(GATE_TOLERATED)),
                 number_of(summary, gate_status_name(GATE_MISSING)));
         const cJSON *reason;
         cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(report, KEY_REPORT_REASONS))
@@ -252,20 +255,23 @@ static void print_table(FILE *out, const cJSON *verdict, const char *verdict_pat
     }
     const cJSON *unused;
     cJSON_ArrayForEach(unused, cJSON_GetObjectItemCaseSensitive(verdict, KEY_UNUSED_TOLERANCES))
-        fprintf(out, "# note: %s tolerated nothing (\"%s\"): the failure is gone, or the entry "
-                     "does not match\n",
+        fprintf(out,
+                "# note: %s tolerated nothing (\"%s\"): the failure is gone, or the entry "
+                "does not match\n",
                 string_of(unused, KEY_RULE, "?"), string_of(unused, KEY_REASON, ""));
     const cJSON *summary = cJSON_GetObjectItemCaseSensitive(verdict, KEY_SUMMARY);
-    fprintf(out, "# gate %s: %.0f fail, %.0f tolerated, %.0f missing, %.0f pass of %.0f entries in "
-                 "%.0f report(s); %.0f report(s) failing as a whole\n",
+    fprintf(out,
+            "# gate %s: %.0f fail, %.0f tolerated, %.0f missing, %.0f pass of %.0f entries in "
+            "%.0f report(s); %.0f report(s) failing as a whole\n",
             strcmp(string_of(summary, KEY_VERDICT, gate_status_name(GATE_FAIL)),
                    gate_status_name(GATE_PASS)) == 0
                 ? "PASS"
                 : "FAIL",
-            number_of(summary, gate_status_name(GATE_FAIL)), number_of(summary, gate_status_name(GATE_TOLERATED)),
-            number_of(summary, gate_status_name(GATE_MISSING)), number_of(summary, gate_status_name(GATE_PASS)),
-            number_of(summary, KEY_ENTRIES), number_of(summary, KEY_REPORTS),
-            number_of(summary, KEY_FAILING_REPORTS));
+            number_of(summary, gate_status_name(GATE_FAIL)),
+            number_of(summary, gate_status_name(GATE_TOLERATED)),
+            number_of(summary, gate_status_name(GATE_MISSING)),
+            number_of(summary, gate_status_name(GATE_PASS)), number_of(summary, KEY_ENTRIES),
+            number_of(summary, KEY_REPORTS), number_of(summary, KEY_FAILING_REPORTS));
     if (verdict_path)
         fprintf(out, "# verdict: %s\n", verdict_path);
 }

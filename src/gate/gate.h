@@ -27,11 +27,11 @@
  * 1 << kind, VIOLATION_KINDS of them), then these. */
 enum gate_allow_extra {
     GATE_ALLOW_FLAPPING = VIOLATION_KINDS, /* more than one distinct output */
-    GATE_ALLOW_REFERENCE_MISMATCH,                /* an output other than the CPU reference */
-    GATE_ALLOW_BASELINE_MISMATCH,                 /* an output other than the baseline's */
-    GATE_ALLOW_DEVICE_MISMATCH,                   /* devices of one model disagree (--devices) */
-    GATE_ALLOW_BATCH_DEPENDENT,                   /* a row changes with its batch */
-    GATE_ALLOW_NOT_RUN,                           /* not run here, ok in the baseline */
+    GATE_ALLOW_REFERENCE_MISMATCH,         /* an output other than the CPU reference */
+    GATE_ALLOW_BASELINE_MISMATCH,          /* an output other than the baseline's */
+    GATE_ALLOW_DEVICE_MISMATCH,            /* devices of one model disagree (--devices) */
+    GATE_ALLOW_BATCH_DEPENDENT,            /* a row changes with its batch */
+    GATE_ALLOW_NOT_RUN,                    /* not run here, ok in the baseline */
     GATE_ALLOW_COUNT,
 };
 #define GATE_ALLOW_BIT(item) (1u << (item))
@@ -41,7 +41,7 @@ enum gate_rule_source { GATE_RULE_BACKENDS, GATE_RULE_RECORDS, GATE_RULE_KNOWN_F
 
 /* One entry of the policy: which record x backend it concerns, and what it changes. */
 struct gate_rule {
-    char origin[JSON_PATH_BYTES];     /* "policy.backends.radix", "policy.records[2]", ... */
+    char origin[JSON_PATH_BYTES]; /* "policy.backends.radix", "policy.records[2]", ... */
     enum gate_rule_source source;
     /* selector: NULL / negative fields match anything */
     const char *file;                 /* the record's path, or its base name when it has no '/' */
@@ -127,9 +127,9 @@ bool gate_entry_fails(enum gate_status status, const struct gate_policy *policy)
  * SHA-256, file base name and record index; backends by name) and the report as a whole
  * (complete, input errors). Returns the per-report verdict object or NULL (out of memory);
  * counts accumulate. */
-cJSON *gate_judge_report(const struct report_document *baseline, const struct report_document *report,
-                         struct gate_policy *policy, const struct gate_options *options,
-                         struct gate_counts *counts);
+cJSON *gate_judge_report(const struct report_document *baseline,
+                         const struct report_document *report, struct gate_policy *policy,
+                         const struct gate_options *options, struct gate_counts *counts);
 
 /* The whole verdict document: schema dsatopk-audit/gate v1. context: borrowed, copied in. */
 int gate_verdict(const struct report_document *baseline, const struct report_document *reports,

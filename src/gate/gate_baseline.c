@@ -35,8 +35,9 @@ static cJSON *baseline_backend_json(const cJSON *json, const struct document_bac
     json_add_u64(out, KEY_DISTINCT_OUTPUTS, backend->eager.distinct_count);
     json_copy_member(out, json, KEY_DISTINCT_SETS);
     json_add_u64(out, KEY_EQUALS_REFERENCE_REPS, backend->eager.equals_reference_reps);
-    cJSON_AddItemToObject(out, KEY_OUTPUT_SHA256, string_array(backend->eager.distinct_hashes,
-                                                             backend->eager.distinct_count));
+    cJSON_AddItemToObject(
+        out, KEY_OUTPUT_SHA256,
+        string_array(backend->eager.distinct_hashes, backend->eager.distinct_count));
     cJSON_AddItemToObject(out, KEY_SET_SHA256,
                           json_distinct_strings(json_member(json, KEY_SET_SHA256_PER_REP)));
     if (backend->has_graph) {
@@ -47,9 +48,9 @@ static cJSON *baseline_backend_json(const cJSON *json, const struct document_bac
             json_copy_member(graph, graph_json, KEY_ERROR);
             json_add_u64(graph, KEY_REPS, backend->graph.reps);
             json_add_u64(graph, KEY_EQUALS_REFERENCE_REPS, backend->graph.equals_reference_reps);
-            cJSON_AddItemToObject(graph, KEY_OUTPUT_SHA256,
-                                  string_array(backend->graph.distinct_hashes,
-                                               backend->graph.distinct_count));
+            cJSON_AddItemToObject(
+                graph, KEY_OUTPUT_SHA256,
+                string_array(backend->graph.distinct_hashes, backend->graph.distinct_count));
         }
     }
     return out;
@@ -101,8 +102,9 @@ int gate_baseline_from_report(const cJSON *report, const char *report_name, cJSO
         if (!out)
             goto no_memory;
         cJSON_AddItemToArray(records, out);
-        static const char *const kept[] = { KEY_FILE, KEY_INDEX, KEY_PAYLOAD_SHA256, KEY_ROWS,
-                                            KEY_SOURCE_ROWS, KEY_K, KEY_RECORD_K, KEY_REFERENCE };
+        static const char *const kept[] = { KEY_FILE,     KEY_INDEX,       KEY_PAYLOAD_SHA256,
+                                            KEY_ROWS,     KEY_SOURCE_ROWS, KEY_K,
+                                            KEY_RECORD_K, KEY_REFERENCE };
         for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
             json_copy_member(out, record_json, kept[i]);
         if (record->global_index >= 0)

@@ -24,7 +24,8 @@ void gate_cross_device_summarize(cJSON *block)
     uint64_t entries = 0, compared = 0, agree = 0, disagree = 0, required_disagreements = 0;
     const cJSON *entry;
     cJSON_ArrayForEach(entry, json_member(block, KEY_ENTRIES)) {
-        const cJSON *verdict = json_member(entry, KEY_VERDICT), *agreed = json_member(entry, KEY_AGREE);
+        const cJSON *verdict = json_member(entry, KEY_VERDICT),
+                    *agreed = json_member(entry, KEY_AGREE);
         entries++;
         if (!cJSON_IsBool(agreed))
             continue;
@@ -33,7 +34,8 @@ void gate_cross_device_summarize(cJSON *block)
             agree++;
         else
             disagree++;
-        if (cJSON_IsString(verdict) && strcmp(verdict->valuestring, verdict_name(VERDICT_FAIL)) == 0)
+        if (cJSON_IsString(verdict) &&
+            strcmp(verdict->valuestring, verdict_name(VERDICT_FAIL)) == 0)
             required_disagreements++;
     }
     cJSON_DeleteItemFromObjectCaseSensitive(block, KEY_SUMMARY);
@@ -93,12 +95,14 @@ static cJSON *cross_device_entry(const cJSON *record, const cJSON *backend, cons
             cJSON_AddStringToObject(item, KEY_OUTPUT_SHA256, single->valuestring);
         else
             cJSON_AddNullToObject(item, KEY_OUTPUT_SHA256);
-        if (cJSON_IsString(status) && strcmp(status->valuestring, backend_status_name(BACKEND_OK)) == 0) {
+        if (cJSON_IsString(status) &&
+            strcmp(status->valuestring, backend_status_name(BACKEND_OK)) == 0) {
             ran++;
             if (!single)
                 agree = false;
             else if (!agreed_hash)
-                agreed_hash = cJSON_GetObjectItemCaseSensitive(item, KEY_OUTPUT_SHA256)->valuestring;
+                agreed_hash =
+                    cJSON_GetObjectItemCaseSensitive(item, KEY_OUTPUT_SHA256)->valuestring;
             else if (strcmp(agreed_hash, single->valuestring) != 0)
                 agree = false;
         }

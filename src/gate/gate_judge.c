@@ -101,7 +101,7 @@ static void entry_rows(struct entry_builder *builder, const cJSON *list, const c
     }
 }
 
-/* ---- what a document shows the verdict -------------------------------------------------------- */
+/* ---- what a document shows the verdict ------------------------------------------------------ */
 
 /* The outputs of a document tally compared with the reference and with the baseline's output:
  * every rep's hash, or each distinct hash when the document keeps only those (a baseline). */
@@ -391,7 +391,8 @@ cJSON *gate_judge_entry(const struct document_record *baseline_record,
     cJSON_AddStringToObject(entry, KEY_BACKEND, named->name);
     cJSON_AddStringToObject(entry, KEY_LEVEL, topk_determinism_name(rules.level));
     cJSON_AddStringToObject(entry, KEY_CLAIMED_LEVEL, topk_determinism_name(named->level));
-    cJSON_AddStringToObject(entry, KEY_LEVEL_FROM, rules.level_origin ? rules.level_origin : GATE_LEVEL_FROM_CLAIM);
+    cJSON_AddStringToObject(entry, KEY_LEVEL_FROM,
+                            rules.level_origin ? rules.level_origin : GATE_LEVEL_FROM_CLAIM);
     if (report_backend)
         cJSON_AddStringToObject(entry, KEY_REPORT_STATUS,
                                 backend_status_name(report_backend->status));

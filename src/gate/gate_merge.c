@@ -10,9 +10,10 @@
 #include "report.h"
 
 /* Context keys that must agree between the shards of one audit. */
-static const char *const shard_config_keys[] = { KEY_BACKENDS, KEY_REPS, KEY_NOISE, KEY_SEED, KEY_GRAPH,
-                                                 KEY_BATCH_INVARIANCE, KEY_K_OVERRIDE, KEY_EMULATION,
-                                                 NULL };
+static const char *const shard_config_keys[] = {
+    KEY_BACKENDS,         KEY_REPS,       KEY_NOISE,     KEY_SEED, KEY_GRAPH,
+    KEY_BATCH_INVARIANCE, KEY_K_OVERRIDE, KEY_EMULATION, NULL
+};
 
 struct shard_input {
     const char *path;
@@ -52,33 +53,35 @@ static int read_shard(struct shard_input *shard, struct audit_error *err)
         return status;
     if (shard->document.is_baseline)
         return json_field_error(&reader, "$", KEY_SCHEMA, "a baseline, not a shard report");
-    status = json_field_object(&reader, shard->document.context, "$.context", KEY_SHARD, FIELD_NULLABLE,
-                         &shard_json);
+    status = json_field_object(&reader, shard->document.context, "$.context", KEY_SHARD,
+                               FIELD_NULLABLE, &shard_json);
     if (status < 0)
         return status;
     if (!shard_json)
         return json_field_error(&reader, "$.context", KEY_SHARD,
-                         "null: not a shard report (run --shard I/N writes them)");
+                                "null: not a shard report (run --shard I/N writes them)");
     status = json_field_count(&reader, shard_json, "$.context.shard", KEY_COUNT, FIELD_REQUIRED,
-                        UINT32_MAX, 0, &value);
+                              UINT32_MAX, 0, &value);
     if (status < 0)
         return status;
     if (value == 0)
-        return json_field_error(&reader, "$.context.shard", KEY_COUNT, "0: a run has at least one shard");
+        return json_field_error(&reader, "$.context.shard", KEY_COUNT,
+                                "0: a run has at least one shard");
     shard->count = (uint32_t)value;
     status = json_field_count(&reader, shard_json, "$.context.shard", KEY_INDEX, FIELD_REQUIRED,
-                        shard->count - 1, 0, &value);
+                              shard->count - 1, 0, &value);
     if (status < 0)
         return status;
     shard->index = (uint32_t)value;
     for (size_t r = 0; r < shard->document.record_count; r++) {
         const struct document_record *record = &shard->document.records[r];
         if (record->global_index < 0)
-            return json_field_error(&reader, record->path, KEY_GLOBAL_INDEX, "missing in a shard report");
+            return json_field_error(&reader, record->path, KEY_GLOBAL_INDEX,
+                                    "missing in a shard report");
         if ((uint64_t)record->global_index % shard->count != shard->index)
             return json_field_error(&reader, record->path, KEY_GLOBAL_INDEX,
-                             "%lld does not belong to shard %u/%u",
-                             (long long)record->global_index, shard->index, shard->count);
+                                    "%lld does not belong to shard %u/%u",
+                                    (long long)record->global_index, shard->index, shard->count);
     }
     return AUDIT_OK;
 }
@@ -166,8 +169,7 @@ static int check_shards(struct shard_input *shards, size_t count, struct audit_e
             return audit_fail(err, AUDIT_EDATA,
                               "%s and %s are both shard %u/%u: overlapping shards (each record "
                               "would appear twice)",
-                              shards[s - 1].path, shards[s].path, shards[s].index,
-                              shards[s].count);
+                              shards[s - 1].path, shards[s].path, shards[s].index, shards[s].count);
     }
     return AUDIT_OK;
 }
@@ -227,8 +229,8 @@ static void merged_outcome(cJSON *merged, const struct shard_input *shards, size
         }
     }
     if (missing_shards) {
-        size_t used = (size_t)snprintf(stop_reason, sizeof(stop_reason), "%u of %u shards missing:",
-                                       missing_shards, shards[0].count);
+        size_t used = (size_t)snprintf(stop_reason, sizeof(stop_reason),
+                                       "%u of %u shards missing:", missing_shards, shards[0].count);
         size_t next = 0;
         for (uint32_t i = 0; i < shards[0].count && used + 16 < sizeof(stop_reason); i++) {
             if (next < count && shards[next].index == i) {
@@ -247,8 +249,7 @@ static void merged_outcome(cJSON *merged, const struct shard_input *shards, size
 }
 
 /* Every shard reads every input, so each reports the same input errors: keep one of each. */
-static void merge_input_errors(cJSON *input_errors, const struct shard_input *shards,
-                               size_t count)
+static void merge_input_errors(cJSON *input_errors, const struct shard_input *shards, size_t count)
 {
     for (size_t s = 0; s < count; s++) {
         const cJSON *error;

@@ -123,7 +123,8 @@ static int parse_rule_effect(const struct json_reader *reader, const cJSON *json
     if (rule->source == GATE_RULE_KNOWN_FAILURES) {
         status = json_field_string(reader, json, path, KEY_REASON, FIELD_REQUIRED, &rule->tolerate);
         if (status == AUDIT_OK && !rule->tolerate[0])
-            status = json_field_error(reader, path, KEY_REASON, "empty: say why the failure is known");
+            status =
+                json_field_error(reader, path, KEY_REASON, "empty: say why the failure is known");
     } else {
         status = json_field_string(reader, json, path, KEY_LEVEL, FIELD_OPTIONAL, &text);
         if (status < 0)
@@ -131,16 +132,19 @@ static int parse_rule_effect(const struct json_reader *reader, const cJSON *json
         if (text) {
             if (determinism_level_parse(text, &rule->level) < 0)
                 return json_field_error(reader, path, KEY_LEVEL,
-                                 "'%s' is not not_guaranteed, run_to_run or gpu_to_gpu", text);
+                                        "'%s' is not not_guaranteed, run_to_run or gpu_to_gpu",
+                                        text);
             rule->has_level = true;
         }
         status = json_field_array(reader, json, path, KEY_ALLOW, FIELD_OPTIONAL, &allow);
         if (status == AUDIT_OK && allow)
             status = parse_allow_list(reader, allow, path, &rule->allow);
         if (status == AUDIT_OK)
-            status = json_field_string(reader, json, path, KEY_TOLERATE, FIELD_OPTIONAL, &rule->tolerate);
+            status = json_field_string(reader, json, path, KEY_TOLERATE, FIELD_OPTIONAL,
+                                       &rule->tolerate);
         if (status == AUDIT_OK && rule->tolerate && !rule->tolerate[0])
-            status = json_field_error(reader, path, KEY_TOLERATE, "empty: say why the failure is known");
+            status =
+                json_field_error(reader, path, KEY_TOLERATE, "empty: say why the failure is known");
     }
     if (status == AUDIT_OK)
         status = json_field_string(reader, json, path, KEY_MATCH, FIELD_OPTIONAL, &rule->match);
@@ -149,8 +153,9 @@ static int parse_rule_effect(const struct json_reader *reader, const cJSON *json
     if (status == AUDIT_OK)
         status = json_field_string(reader, json, path, KEY_UNTIL, FIELD_OPTIONAL, &rule->until);
     if (status == AUDIT_OK && rule->until && !is_policy_time(rule->until))
-        status = json_field_error(reader, path, KEY_UNTIL,
-                           "'%s' is not YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ (UTC)", rule->until);
+        status =
+            json_field_error(reader, path, KEY_UNTIL,
+                             "'%s' is not YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ (UTC)", rule->until);
     return status;
 }
 
@@ -160,11 +165,11 @@ static int parse_rule_selector(const struct json_reader *reader, const cJSON *js
     uint64_t index;
     int status = json_field_string(reader, json, path, KEY_FILE, FIELD_OPTIONAL, &rule->file);
     if (status == AUDIT_OK)
-        status = json_field_count(reader, json, path, KEY_INDEX, FIELD_OPTIONAL, UINT32_MAX, UINT64_MAX,
-                            &index);
+        status = json_field_count(reader, json, path, KEY_INDEX, FIELD_OPTIONAL, UINT32_MAX,
+                                  UINT64_MAX, &index);
     if (status == AUDIT_OK)
         status = json_field_hash(reader, json, path, KEY_PAYLOAD_SHA256, FIELD_OPTIONAL,
-                           &rule->payload_sha256);
+                                 &rule->payload_sha256);
     if (status == AUDIT_OK)
         status = json_field_string(reader, json, path, KEY_BACKEND, FIELD_OPTIONAL, &rule->backend);
     if (status < 0)
@@ -172,32 +177,36 @@ static int parse_rule_selector(const struct json_reader *reader, const cJSON *js
     rule->index = index == UINT64_MAX ? -1 : (int64_t)index;
     if (rule->index >= 0 && !rule->file && !rule->payload_sha256)
         return json_field_error(reader, path, KEY_INDEX,
-                         "needs file or payload_sha256 (index of which file?)");
+                                "needs file or payload_sha256 (index of which file?)");
     if (rule->source == GATE_RULE_RECORDS && !rule->file && !rule->payload_sha256)
-        return json_field_error(reader, path, NULL, "a records[] entry needs file or payload_sha256 "
-                                             "(use backends{} for a whole backend)");
+        return json_field_error(reader, path, NULL,
+                                "a records[] entry needs file or payload_sha256 "
+                                "(use backends{} for a whole backend)");
     if (rule->source == GATE_RULE_KNOWN_FAILURES && !rule->file && !rule->payload_sha256 &&
         !rule->backend)
         return json_field_error(reader, path, NULL,
-                         "a known failure needs file, payload_sha256 or backend (it would "
-                         "tolerate every failure)");
+                                "a known failure needs file, payload_sha256 or backend (it would "
+                                "tolerate every failure)");
     return AUDIT_OK;
 }
 
 int gate_policy_parse(struct gate_policy *policy, const char *path, cJSON *root,
                       struct audit_error *err)
 {
-    static const char *const top_keys[] = { KEY_SCHEMA, KEY_SCHEMA_VERSION, KEY_DESCRIPTION,
-                                            KEY_ALLOW_MISSING, KEY_ALLOW_INCOMPLETE,
-                                            KEY_ALLOW_INPUT_ERRORS, KEY_BACKENDS, KEY_RECORDS,
-                                            KEY_KNOWN_FAILURES, NULL };
-    static const char *const backend_keys[] = { KEY_LEVEL, KEY_ALLOW, KEY_TOLERATE, KEY_MATCH, KEY_UNTIL,
-                                                KEY_COMMENT, NULL };
-    static const char *const record_keys[] = { KEY_FILE, KEY_INDEX, KEY_PAYLOAD_SHA256, KEY_BACKEND,
-                                               KEY_LEVEL, KEY_ALLOW, KEY_TOLERATE, KEY_MATCH, KEY_UNTIL,
-                                               KEY_COMMENT, NULL };
-    static const char *const known_keys[] = { KEY_FILE, KEY_INDEX, KEY_PAYLOAD_SHA256, KEY_BACKEND,
-                                              KEY_REASON, KEY_MATCH, KEY_UNTIL, KEY_COMMENT, NULL };
+    static const char *const top_keys[] = { KEY_SCHEMA,           KEY_SCHEMA_VERSION,
+                                            KEY_DESCRIPTION,      KEY_ALLOW_MISSING,
+                                            KEY_ALLOW_INCOMPLETE, KEY_ALLOW_INPUT_ERRORS,
+                                            KEY_BACKENDS,         KEY_RECORDS,
+                                            KEY_KNOWN_FAILURES,   NULL };
+    static const char *const backend_keys[] = { KEY_LEVEL, KEY_ALLOW,   KEY_TOLERATE, KEY_MATCH,
+                                                KEY_UNTIL, KEY_COMMENT, NULL };
+    static const char *const record_keys[] = { KEY_FILE,     KEY_INDEX, KEY_PAYLOAD_SHA256,
+                                               KEY_BACKEND,  KEY_LEVEL, KEY_ALLOW,
+                                               KEY_TOLERATE, KEY_MATCH, KEY_UNTIL,
+                                               KEY_COMMENT,  NULL };
+    static const char *const known_keys[] = { KEY_FILE,    KEY_INDEX,   KEY_PAYLOAD_SHA256,
+                                              KEY_BACKEND, KEY_REASON,  KEY_MATCH,
+                                              KEY_UNTIL,   KEY_COMMENT, NULL };
     struct json_reader reader = { path, err };
     const cJSON *backends, *records, *known;
     const char *schema;
@@ -220,7 +229,8 @@ int gate_policy_parse(struct gate_policy *policy, const char *path, cJSON *root,
     if (status < 0)
         goto error;
     if (schema && strcmp(schema, POLICY_SCHEMA) != 0) {
-        status = json_field_error(&reader, POLICY_ROOT, KEY_SCHEMA, "'%s' is not %s", schema, POLICY_SCHEMA);
+        status = json_field_error(&reader, POLICY_ROOT, KEY_SCHEMA, "'%s' is not %s", schema,
+                                  POLICY_SCHEMA);
         goto error;
     }
     status = json_field_schema_version(&reader, root, POLICY_ROOT, NULL, FIELD_OPTIONAL,
@@ -228,19 +238,22 @@ int gate_policy_parse(struct gate_policy *policy, const char *path, cJSON *root,
     if (status < 0)
         goto error;
     status = json_field_bool(&reader, root, POLICY_ROOT, KEY_ALLOW_MISSING, FIELD_OPTIONAL, false,
-                       &policy->allow_missing);
+                             &policy->allow_missing);
     if (status == AUDIT_OK)
-        status = json_field_bool(&reader, root, POLICY_ROOT, KEY_ALLOW_INCOMPLETE, FIELD_OPTIONAL, false,
-                           &policy->allow_incomplete);
+        status = json_field_bool(&reader, root, POLICY_ROOT, KEY_ALLOW_INCOMPLETE, FIELD_OPTIONAL,
+                                 false, &policy->allow_incomplete);
     if (status == AUDIT_OK)
-        status = json_field_bool(&reader, root, POLICY_ROOT, KEY_ALLOW_INPUT_ERRORS, FIELD_OPTIONAL, false,
-                           &policy->allow_input_errors);
+        status = json_field_bool(&reader, root, POLICY_ROOT, KEY_ALLOW_INPUT_ERRORS, FIELD_OPTIONAL,
+                                 false, &policy->allow_input_errors);
     if (status == AUDIT_OK)
-        status = json_field_object(&reader, root, POLICY_ROOT, KEY_BACKENDS, FIELD_OPTIONAL, &backends);
+        status =
+            json_field_object(&reader, root, POLICY_ROOT, KEY_BACKENDS, FIELD_OPTIONAL, &backends);
     if (status == AUDIT_OK)
-        status = json_field_array(&reader, root, POLICY_ROOT, KEY_RECORDS, FIELD_OPTIONAL, &records);
+        status =
+            json_field_array(&reader, root, POLICY_ROOT, KEY_RECORDS, FIELD_OPTIONAL, &records);
     if (status == AUDIT_OK)
-        status = json_field_array(&reader, root, POLICY_ROOT, KEY_KNOWN_FAILURES, FIELD_OPTIONAL, &known);
+        status = json_field_array(&reader, root, POLICY_ROOT, KEY_KNOWN_FAILURES, FIELD_OPTIONAL,
+                                  &known);
     if (status < 0)
         goto error;
     size_t capacity = (size_t)cJSON_GetArraySize(backends) + (size_t)cJSON_GetArraySize(records) +
@@ -257,7 +270,8 @@ int gate_policy_parse(struct gate_policy *policy, const char *path, cJSON *root,
         rule->source = GATE_RULE_BACKENDS;
         rule->index = -1;
         rule->backend = item->string;
-        json_path_join(rule_path, sizeof(rule_path), POLICY_ROOT "." KEY_BACKENDS, item->string, -1);
+        json_path_join(rule_path, sizeof(rule_path), POLICY_ROOT "." KEY_BACKENDS, item->string,
+                       -1);
         memcpy(rule->origin, rule_path, sizeof(rule->origin));
         if (!cJSON_IsObject(item)) {
             status = json_field_error(&reader, rule_path, NULL, "not an object");
@@ -279,7 +293,7 @@ int gate_policy_parse(struct gate_policy *policy, const char *path, cJSON *root,
             char rule_path[JSON_PATH_BYTES];
             rule->source = sources[list];
             json_path_join(rule_path, sizeof(rule_path), POLICY_ROOT,
-                      list == 0 ? KEY_RECORDS : KEY_KNOWN_FAILURES, i++);
+                           list == 0 ? KEY_RECORDS : KEY_KNOWN_FAILURES, i++);
             memcpy(rule->origin, rule_path, sizeof(rule->origin));
             if (!cJSON_IsObject(item)) {
                 status = json_field_error(&reader, rule_path, NULL, "not an object");
@@ -324,7 +338,7 @@ static bool file_matches(const char *selector, const char *file)
 }
 
 bool gate_rule_matches(const struct gate_rule *rule, const struct document_record *record,
-                         const char *backend)
+                       const char *backend)
 {
     if (rule->backend && strcmp(rule->backend, backend) != 0)
         return false;
@@ -347,8 +361,8 @@ bool gate_rule_expired(const struct gate_rule *rule, const char *now)
 }
 
 void gate_policy_rules_for(const struct gate_policy *policy, const struct document_record *record,
-                          const char *backend, enum topk_determinism claimed,
-                          struct gate_entry_rules *rules)
+                           const char *backend, enum topk_determinism claimed,
+                           struct gate_entry_rules *rules)
 {
     rules->level = claimed;
     rules->level_origin = NULL;

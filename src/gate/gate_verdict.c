@@ -24,8 +24,8 @@ static bool same_record(const struct document_record *a, const struct document_r
 /* The document's record matching key (payload hash, file base name, index); *hint is where the
  * last match was, so that documents in the same order match in linear time. */
 static const struct document_record *find_record(const struct report_document *document,
-                                             const struct document_record *key, size_t *hint,
-                                             size_t *found_at)
+                                                 const struct document_record *key, size_t *hint,
+                                                 size_t *found_at)
 {
     for (size_t step = 0; step < document->record_count; step++) {
         size_t i = (*hint + step) % document->record_count;
@@ -38,7 +38,8 @@ static const struct document_record *find_record(const struct report_document *d
     return NULL;
 }
 
-static const struct document_backend *find_backend(const struct document_record *record, const char *name)
+static const struct document_backend *find_backend(const struct document_record *record,
+                                                   const char *name)
 {
     for (size_t i = 0; record && i < record->backend_count; i++)
         if (strcmp(record->backends[i].name, name) == 0)
@@ -104,9 +105,9 @@ static cJSON *document_origin_json(const struct report_document *document)
     return json;
 }
 
-cJSON *gate_judge_report(const struct report_document *baseline, const struct report_document *report,
-                         struct gate_policy *policy, const struct gate_options *options,
-                         struct gate_counts *counts)
+cJSON *gate_judge_report(const struct report_document *baseline,
+                         const struct report_document *report, struct gate_policy *policy,
+                         const struct gate_options *options, struct gate_counts *counts)
 {
     bool out_of_memory = false;
     bool *baseline_matched = calloc(baseline->record_count ? baseline->record_count : 1,
@@ -149,7 +150,8 @@ cJSON *gate_judge_report(const struct report_document *baseline, const struct re
     for (size_t r = 0; r < report->record_count && !out_of_memory; r++) {
         const struct document_record *record = &report->records[r];
         size_t found_at = 0;
-        const struct document_record *baseline_record = find_record(baseline, record, &hint, &found_at);
+        const struct document_record *baseline_record =
+            find_record(baseline, record, &hint, &found_at);
         if (baseline_record)
             baseline_matched[found_at] = true;
         for (size_t b = 0; b < record->backend_count; b++) {

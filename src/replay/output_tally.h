@@ -78,8 +78,8 @@ struct output_tally {
     uint32_t *row_max_positions_differing;
     uint32_t *row_max_indices_differing;
     int32_t *sort_scratch;          /* k entries: the calling thread's row-sort scratch */
-    /* The host work of the new distinct output being added (output_tally.c "the host work of a new distinct output"), kept
-     * from one output to the next; allocated with the first output. */
+    /* The host work of the new distinct output being added (output_tally.c "the host work of a
+     * new distinct output"), kept from one output to the next; allocated with the first output. */
     int32_t *work_sorted;           /* rows * k: its rows that differ from the baseline, sorted */
     const int32_t **work_sorted_rows; /* per row: its sorted row (work_sorted or baseline_sorted) */
     uint32_t *work_positions;       /* per row: slots differing from the baseline (0: same row) */
@@ -94,7 +94,7 @@ struct output_tally {
     double hash_ms, check_ms;
     uint32_t outputs_hashed, outputs_checked, gpu_hash_matches;
     size_t row_hash_bytes;          /* kept in distinct[].row_hashes, at most the budget */
-    /* Set by src/replay/tally_queue.c when the outputs were added on its thread beside the reps: then
+    /* Set by tally_queue.c when the outputs were added on its thread beside the reps: then
      * hash_ms and check_ms are that thread's time, and beside_wait_ms is what the reps waited
      * for it (the part time_breakdown_ms shows). */
     bool beside_reps;

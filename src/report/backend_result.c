@@ -74,7 +74,8 @@ static void tally_evidence(const struct output_tally *tally, const struct stagin
         const uint32_t flags = tally->row_flags[b];
         if (!flags)
             continue;
-        const bool unpredicted = census_rows && !staging_predicts_overflow(staging, &census_rows[b]);
+        const bool unpredicted =
+            census_rows && !staging_predicts_overflow(staging, &census_rows[b]);
         for (unsigned kind = 0; kind < (unsigned)CHECK_KIND_COUNT; kind++) {
             struct verdict_violation *v = &reps->violations[kind];
             if (!(flags & (1u << kind)))

@@ -19,7 +19,7 @@
 /* --batch-invariance: one row tested in several batch contexts (alone, then shuffled batches). */
 struct batch_row_result {
     uint32_t row;
-    uint32_t contexts_differing;     /* contexts whose output row differs from the first eager rep */
+    uint32_t contexts_differing; /* contexts whose output row differs from the first eager rep */
     uint32_t contexts_set_differing; /* ... whose index set differs */
 };
 

@@ -139,7 +139,7 @@ static void write_gap_histogram(struct html_writer *writer, const cJSON *per_row
     svg_bar_chart(&writer->out, &chart, bins, any ? bin_count : 0);
     if (without_gap > 0)
         html_putf(writer, "<p class=\"note\">%.0f row(s) with a boundary have no finite gap.</p>",
-             without_gap);
+                  without_gap);
 }
 
 static void put_census_row(struct html_writer *writer, const char *label, const cJSON *per_k,
@@ -182,7 +182,8 @@ void html_write_census(struct html_writer *writer, const cJSON *record)
         write_gap_histogram(writer, per_row);
         html_put(writer, "</div>");
     } else {
-        html_put(writer, "<div class=\"panel\"><p>No per-row census: the histograms are n/a.</p></div>");
+        html_put(writer,
+                 "<div class=\"panel\"><p>No per-row census: the histograms are n/a.</p></div>");
     }
 
     html_put(writer, "<div class=\"panel\">");
@@ -190,12 +191,13 @@ void html_write_census(struct html_writer *writer, const cJSON *record)
     bool has_zero = html_member_number(per_k, "zero_fraction", &zero_fraction);
     if (has_zero) {
         double shown = zero_fraction < 0 ? 0 : zero_fraction > 1 ? 1 : zero_fraction;
-        html_putf(writer, "<svg width=\"220\" height=\"30\" role=\"img\"><title>exact 0.0 entries: "
-                     "%.2f %%</title><text class=\"ttl\" x=\"0\" y=\"11\">Entries equal to 0.0: "
-                     "%.1f %%</text><rect class=\"gauge-bg\" x=\"0.5\" y=\"17.5\" width=\"219\" "
-                     "height=\"10\"/><rect class=\"gauge\" x=\"0.5\" y=\"17.5\" width=\"%.1f\" "
-                     "height=\"10\"/></svg>",
-             zero_fraction * 100, zero_fraction * 100, shown * 219);
+        html_putf(writer,
+                  "<svg width=\"220\" height=\"30\" role=\"img\"><title>exact 0.0 entries: "
+                  "%.2f %%</title><text class=\"ttl\" x=\"0\" y=\"11\">Entries equal to 0.0: "
+                  "%.1f %%</text><rect class=\"gauge-bg\" x=\"0.5\" y=\"17.5\" width=\"219\" "
+                  "height=\"10\"/><rect class=\"gauge\" x=\"0.5\" y=\"17.5\" width=\"%.1f\" "
+                  "height=\"10\"/></svg>",
+                  zero_fraction * 100, zero_fraction * 100, shown * 219);
     } else {
         html_put(writer, "<p>Entries equal to 0.0: <span class=\"na\">n/a</span></p>");
     }

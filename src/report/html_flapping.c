@@ -141,8 +141,8 @@ static void write_heat_map(struct html_writer *writer, const cJSON *record, cons
         writer->out.failed = true;
         goto done;
     }
-    uint32_t unknown_rows = heat_cells(backend, reps_value, reps, columns, entries, rows,
-                                       may_differ, cells);
+    uint32_t unknown_rows =
+        heat_cells(backend, reps_value, reps, columns, entries, rows, may_differ, cells);
 
     if (!*heading_written)
         html_put(writer, "<h3>Flapping rows</h3><div class=\"panels\">");
@@ -150,11 +150,11 @@ static void write_heat_map(struct html_writer *writer, const cJSON *record, cons
     html_put(writer, "<div class=\"panel heatbox\"><b>");
     html_put_text(writer, html_member_string(backend, KEY_NAME), NAME_LIMIT);
     html_put(writer, "</b>: rows that differ from rep 0, per rep"
-                "<div class=\"legend\"><span class=\"sw same\"></span>same as rep 0"
-                "<span class=\"sw diff\"></span>differs");
+                     "<div class=\"legend\"><span class=\"sw same\"></span>same as rep 0"
+                     "<span class=\"sw diff\"></span>differs");
     if (unknown_rows)
         html_put(writer, "<span class=\"sw unk\"></span>unknown: this rep's output differs "
-                    "somewhere, the report does not say whether in this row");
+                         "somewhere, the report does not say whether in this row");
     html_put(writer, "</div>");
     char description[160];
     snprintf(description, sizeof(description), "rows x reps: %u rows, %u reps, dark cells differ "
@@ -183,7 +183,8 @@ static void write_heat_map(struct html_writer *writer, const cJSON *record, cons
         html_put(writer, ".</p>");
     }
     if (columns < reps)
-        html_putf(writer, "<p class=\"note\">The first %u of %u reps are drawn.</p>", columns, reps);
+        html_putf(writer, "<p class=\"note\">The first %u of %u reps are drawn.</p>", columns,
+                  reps);
     html_put(writer, "</div>");
 done:
     free(may_differ);

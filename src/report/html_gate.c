@@ -73,8 +73,8 @@ static void gate_walk(struct html_writer *writer, const cJSON *item, struct gate
     /* A per-report block ({"path": ..., "records": [...]}) names its report with path or file;
      * anywhere else file names a capture. */
     const char *text = html_first_string(item, report_keys);
-    bool holds_records = html_member_array(item, KEY_RECORDS) || html_member_array(item, "results") ||
-                         html_member_array(item, KEY_ENTRIES);
+    bool holds_records = html_member_array(item, KEY_RECORDS) ||
+                         html_member_array(item, "results") || html_member_array(item, KEY_ENTRIES);
     bool file_is_report = false;
     if (text) {
         context.report = text;
@@ -88,7 +88,8 @@ static void gate_walk(struct html_writer *writer, const cJSON *item, struct gate
     if (!file_is_report && (text = html_first_string(item, file_keys)))
         context.file = text;
     double number;
-    if (html_member_number(item, KEY_RECORD, &number) || html_member_number(item, "record_index", &number) ||
+    if (html_member_number(item, KEY_RECORD, &number) ||
+        html_member_number(item, "record_index", &number) ||
         html_member_number(item, KEY_INDEX, &number)) {
         context.record = number;
         context.has_record = true;
@@ -196,7 +197,7 @@ static bool gate_entry_matches(const struct gate_entry *entry, const char *file,
 
 /* The worst gate status of a record (GATE_STATUS_COUNT: no entry). */
 enum gate_status html_gate_worst_for_record(const struct html_writer *writer, const char *file,
-                                              double index)
+                                            double index)
 {
     enum gate_status worst = GATE_STATUS_COUNT;
     static const int severity[GATE_STATUS_COUNT] = { 1, 4, 2, 3 };
@@ -217,7 +218,8 @@ static void put_sentence_list(struct html_writer *writer, const cJSON *list, con
 {
     const cJSON *item;
     int shown = 0, total = cJSON_GetArraySize(list);
-    html_putf(writer, "<ul class=\"reasons%s%s\">", css_class ? " " : "", css_class ? css_class : "");
+    html_putf(writer, "<ul class=\"reasons%s%s\">", css_class ? " " : "",
+              css_class ? css_class : "");
     cJSON_ArrayForEach(item, list) {
         if (shown++ == 12)
             break;
@@ -233,8 +235,9 @@ static void put_sentence_list(struct html_writer *writer, const cJSON *list, con
 /* The entry's reasons (whatever the key), then its notes, muted. */
 static void put_gate_reasons(struct html_writer *writer, const cJSON *object)
 {
-    static const char *const keys[] = { KEY_REASONS, KEY_REPORT_REASONS, KEY_REASON, "messages",
-                                        KEY_MESSAGE, KEY_WHY, NULL };
+    static const char *const keys[] = { KEY_REASONS, KEY_REPORT_REASONS, KEY_REASON,
+                                        "messages",  KEY_MESSAGE,        KEY_WHY,
+                                        NULL };
     bool any = false;
     for (const char *const *key = keys; *key && !any; key++) {
         const cJSON *reasons = html_member(object, *key);
@@ -330,7 +333,7 @@ static void put_gate_table(struct html_writer *writer, const enum gate_status *s
     if (with_report)
         html_put(writer, "<th>report</th>");
     html_put(writer, "<th>record</th><th>backend</th><th>status</th><th>reasons</th><th>rows</th>"
-                "</tr></thead><tbody>");
+                     "</tr></thead><tbody>");
     for (unsigned s = 0; s < status_count; s++) {
         for (size_t i = 0; i < writer->gate_count; i++) {
             const struct gate_entry *entry = &writer->gate[i];
@@ -343,7 +346,8 @@ static void put_gate_table(struct html_writer *writer, const enum gate_status *s
             html_put(writer, "<tr>");
             if (with_report) {
                 html_put(writer, "<td>");
-                html_put_text(writer, entry->report ? html_file_basename(entry->report) : NULL, NAME_LIMIT);
+                html_put_text(writer, entry->report ? html_file_basename(entry->report) : NULL,
+                              NAME_LIMIT);
                 html_put(writer, "</td>");
             }
             html_put(writer, "<td>");
@@ -376,7 +380,7 @@ void html_write_gate_section(struct html_writer *writer, const cJSON *verdict)
     html_put_badge(writer, html_gate_overall(writer, verdict));
     for (int s = 0; s < GATE_STATUS_COUNT; s++) {
         html_putf(writer, " <span class=\"count\">%llu ",
-             (unsigned long long)gate_count(writer, (enum gate_status)s));
+                  (unsigned long long)gate_count(writer, (enum gate_status)s));
         html_put(writer, gate_status_name((enum gate_status)s));
         html_put(writer, "</span>");
     }
@@ -421,8 +425,10 @@ void html_write_gate_section(struct html_writer *writer, const cJSON *verdict)
     }
     html_put(writer, "</dl>");
     if (writer->gate_truncated)
-        html_putf(writer, "<p class=\"note\">The verdict holds more than %d entries; the rest are "
-                     "not shown.</p>", GATE_ENTRIES_MAX);
+        html_putf(writer,
+                  "<p class=\"note\">The verdict holds more than %d entries; the rest are "
+                  "not shown.</p>",
+                  GATE_ENTRIES_MAX);
 
     html_put(writer, "<h3>Failing records and rows</h3>");
     static const enum gate_status failing[] = { GATE_FAIL, GATE_MISSING };
@@ -433,8 +439,10 @@ void html_write_gate_section(struct html_writer *writer, const cJSON *verdict)
     uint64_t tolerated = gate_count(writer, GATE_TOLERATED);
     if (tolerated) {
         static const enum gate_status tolerated_only[] = { GATE_TOLERATED };
-        html_putf(writer, "<details class=\"fold\"><summary>%llu tolerated (known failures the policy "
-                     "accepts)</summary>", (unsigned long long)tolerated);
+        html_putf(writer,
+                  "<details class=\"fold\"><summary>%llu tolerated (known failures the policy "
+                  "accepts)</summary>",
+                  (unsigned long long)tolerated);
         put_gate_table(writer, tolerated_only, 1, with_report);
         html_put(writer, "</details>");
     }

@@ -62,8 +62,9 @@ double html_backend_wrong_rows(const cJSON *backend)
     double wrong;
     if (html_member_number(html_member(backend, KEY_PREDICTED_VS_OBSERVED), KEY_WRONG_ROWS, &wrong))
         return wrong;
-    return html_number_or(html_member(html_member(backend, KEY_VIOLATIONS), violation_name(CHECK_WRONG_SET)),
-                     KEY_ROWS, 0);
+    return html_number_or(
+        html_member(html_member(backend, KEY_VIOLATIONS), violation_name(CHECK_WRONG_SET)),
+        KEY_ROWS, 0);
 }
 
 /* Whether a violation kind named name is one of the wrong kinds (wrong_set, short). */
@@ -126,7 +127,8 @@ void html_summarize_backends(struct html_writer *writer, const cJSON *report)
             summary->unexplained_rows +=
                 clamp_count(html_number_or(predicted, KEY_SET_FLAPPING_UNEXPLAINED, 0)) +
                 clamp_count(html_number_or(predicted, KEY_WRONG_NOT_PREDICTED_OVERFLOW, 0));
-            if (html_member_number(html_member(backend, KEY_KERNEL_TIME_US), KEY_MEDIAN, &value) && value > 0)
+            if (html_member_number(html_member(backend, KEY_KERNEL_TIME_US), KEY_MEDIAN, &value) &&
+                value > 0)
                 backend_summary_add_median(writer, summary, value);
         }
     }
@@ -209,11 +211,12 @@ static const char page_style[] =
 void html_write_head(struct html_writer *writer, const cJSON *report)
 {
     const cJSON *context = html_member(report, KEY_CONTEXT);
-    html_put(writer, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-                "style-src 'unsafe-inline'\">\n"
-                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-                "<meta name=\"generator\" content=\"dsatopk-audit\">\n<title>dsatopk-audit report");
+    html_put(writer,
+             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+             "style-src 'unsafe-inline'\">\n"
+             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+             "<meta name=\"generator\" content=\"dsatopk-audit\">\n<title>dsatopk-audit report");
     const char *device = html_member_string(html_member(context, KEY_DEVICE), KEY_NAME);
     const char *time = html_member_string(context, KEY_UTC_TIME);
     if (device) {
@@ -288,7 +291,8 @@ void html_write_context(struct html_writer *writer, const cJSON *report)
         html_put(writer, " SMs)");
     } else {
         html_put(writer, "none: ");
-        html_put_text(writer, html_member_string(context, KEY_DEVICE_UNAVAILABLE_REASON), TEXT_LIMIT);
+        html_put_text(writer, html_member_string(context, KEY_DEVICE_UNAVAILABLE_REASON),
+                      TEXT_LIMIT);
     }
     html_put(writer, "</dd>");
     put_context_item(writer, "driver / runtime", false);
@@ -367,8 +371,10 @@ void html_write_context(struct html_writer *writer, const cJSON *report)
     const cJSON *errors = html_member_array(report, KEY_INPUT_ERRORS);
     int error_count = cJSON_GetArraySize(errors);
     if (error_count > 0) {
-        html_putf(writer, "<h3>Input errors (%d)</h3><table><thead><tr><th>file</th><th>record</th>"
-                     "<th>kind</th><th>message</th></tr></thead><tbody>", error_count);
+        html_putf(writer,
+                  "<h3>Input errors (%d)</h3><table><thead><tr><th>file</th><th>record</th>"
+                  "<th>kind</th><th>message</th></tr></thead><tbody>",
+                  error_count);
         const cJSON *error;
         int shown = 0;
         cJSON_ArrayForEach(error, errors) {
@@ -387,7 +393,7 @@ void html_write_context(struct html_writer *writer, const cJSON *report)
         html_put(writer, "</tbody></table>");
         if (error_count > INPUT_ERRORS_LISTED)
             html_putf(writer, "<p class=\"note\">First %d of %d input errors shown.</p>",
-                 INPUT_ERRORS_LISTED, error_count);
+                      INPUT_ERRORS_LISTED, error_count);
     }
     html_put(writer, "</section>\n");
 }
@@ -400,18 +406,19 @@ void html_write_backend_table(struct html_writer *writer, bool with_gate)
         return;
     }
     html_put(writer, "<table><thead><tr><th>backend</th><th>level</th><th>verdict</th>"
-                "<th class=\"n\">runs</th><th class=\"n\">pass</th><th class=\"n\">fail</th>"
-                "<th class=\"n\">not run</th>");
+                     "<th class=\"n\">runs</th><th class=\"n\">pass</th><th class=\"n\">fail</th>"
+                     "<th class=\"n\">not run</th>");
     if (with_gate)
         html_put(writer, "<th>gate</th>");
-    html_put(writer, "<th class=\"n\" title=\"records with more than one distinct index set\">"
-                "records flapping</th><th class=\"n\">wrong rows</th>"
-                "<th class=\"n\" title=\"rows with violations other than wrong_set and short, "
-                "summed over kinds\">other violations</th>"
-                "<th class=\"n\" title=\"set flapping or wrong rows the census does not "
-                "predict\">unexplained rows</th><th class=\"n\">max distinct outputs</th>"
-                "<th class=\"n\" title=\"median over records of the median kernel time per "
-                "call, under the run's noise\">median time (&micro;s)</th></tr></thead><tbody>");
+    html_put(writer,
+             "<th class=\"n\" title=\"records with more than one distinct index set\">"
+             "records flapping</th><th class=\"n\">wrong rows</th>"
+             "<th class=\"n\" title=\"rows with violations other than wrong_set and short, "
+             "summed over kinds\">other violations</th>"
+             "<th class=\"n\" title=\"set flapping or wrong rows the census does not "
+             "predict\">unexplained rows</th><th class=\"n\">max distinct outputs</th>"
+             "<th class=\"n\" title=\"median over records of the median kernel time per "
+             "call, under the run's noise\">median time (&micro;s)</th></tr></thead><tbody>");
     for (size_t i = 0; i < writer->backend_count; i++) {
         struct backend_summary *summary = &writer->backends[i];
         const char *verdict = verdict_name(summary->fail   ? VERDICT_FAIL
@@ -428,10 +435,11 @@ void html_write_backend_table(struct html_writer *writer, bool with_gate)
             html_put_badge(writer, verdict);
         else
             html_put(writer, "<span class=\"muted\">not in any record</span>");
-        html_putf(writer, "</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu"
-                     "</td><td class=\"n\">%llu</td>",
-             (unsigned long long)summary->runs, (unsigned long long)summary->pass,
-             (unsigned long long)summary->fail, (unsigned long long)summary->not_run);
+        html_putf(writer,
+                  "</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu"
+                  "</td><td class=\"n\">%llu</td>",
+                  (unsigned long long)summary->runs, (unsigned long long)summary->pass,
+                  (unsigned long long)summary->fail, (unsigned long long)summary->not_run);
         if (with_gate) {
             html_put(writer, "<td>");
             bool any = false;
@@ -440,20 +448,22 @@ void html_write_backend_table(struct html_writer *writer, bool with_gate)
                     continue;
                 static const char *const classes[] = { "pass", "fail", "tolerated", "missing" };
                 html_putf(writer, "<span class=\"chip %s\">%llu %s</span>", classes[s],
-                     (unsigned long long)summary->gate[s], gate_status_name((enum gate_status)s));
+                          (unsigned long long)summary->gate[s],
+                          gate_status_name((enum gate_status)s));
                 any = true;
             }
             if (!any)
                 html_put(writer, "<span class=\"muted\">&mdash;</span>");
             html_put(writer, "</td>");
         }
-        html_putf(writer, "<td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>",
-             (unsigned long long)summary->set_flapping_records,
-             (unsigned long long)summary->wrong_rows,
-             (unsigned long long)summary->other_violation_rows);
+        html_putf(writer,
+                  "<td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>",
+                  (unsigned long long)summary->set_flapping_records,
+                  (unsigned long long)summary->wrong_rows,
+                  (unsigned long long)summary->other_violation_rows);
         html_putf(writer, "<td class=\"n%s\">%llu</td><td class=\"n\">",
-             summary->unexplained_rows ? " warn" : "",
-             (unsigned long long)summary->unexplained_rows);
+                  summary->unexplained_rows ? " warn" : "",
+                  (unsigned long long)summary->unexplained_rows);
         if (summary->has_distinct)
             html_put_number(writer, summary->max_distinct_outputs);
         else
@@ -470,6 +480,6 @@ void html_write_backend_table(struct html_writer *writer, bool with_gate)
     html_put(writer, "</tbody></table>");
     if (writer->backends_truncated)
         html_putf(writer, "<p class=\"note\">Only the first %d backends are summarized.</p>",
-             MAX_BACKENDS);
+                  MAX_BACKENDS);
     html_put(writer, "</section>\n");
 }

@@ -118,7 +118,7 @@ void html_collect_gate(struct html_writer *writer, const cJSON *verdict);
 const char *html_gate_overall(const struct html_writer *writer, const cJSON *verdict);
 /* The worst gate status of a record (GATE_STATUS_COUNT: no entry). */
 enum gate_status html_gate_worst_for_record(const struct html_writer *writer, const char *file,
-                                              double index);
+                                            double index);
 void html_write_gate_section(struct html_writer *writer, const cJSON *verdict);
 void html_write_record_gate(struct html_writer *writer, const cJSON *record);
 
@@ -133,12 +133,12 @@ void html_write_census(struct html_writer *writer, const cJSON *record);
 void html_put_record_name(struct html_writer *writer, const cJSON *record);
 /* The record's row count over which the census counts are fractions. */
 void html_put_rows_of(struct html_writer *writer, const cJSON *object, const char *name,
-                        const cJSON *per_k);
+                      const cJSON *per_k);
 void html_write_backend_details(struct html_writer *writer, const cJSON *record);
 void html_write_predicted_vs_observed(struct html_writer *writer, const cJSON *record);
 void html_write_record_facts(struct html_writer *writer, const cJSON *record);
 void html_write_record_summary(struct html_writer *writer, const cJSON *record, size_t position,
-                                 enum gate_status gate_worst);
+                               enum gate_status gate_worst);
 void html_write_timing(struct html_writer *writer, const cJSON *record);
 
 /* ---- a record's flapping rows (html_flapping.c) ---------------------------------------------- */

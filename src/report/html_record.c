@@ -14,7 +14,7 @@ void html_put_record_name(struct html_writer *writer, const cJSON *record)
 
 /* The record's row count over which the census counts are fractions. */
 void html_put_rows_of(struct html_writer *writer, const cJSON *object, const char *name,
-                        const cJSON *per_k)
+                      const cJSON *per_k)
 {
     html_put_member_number(writer, object, name);
     html_put(writer, "<span class=\"muted\"> / ");
@@ -23,7 +23,7 @@ void html_put_rows_of(struct html_writer *writer, const cJSON *object, const cha
 }
 
 void html_write_record_summary(struct html_writer *writer, const cJSON *record, size_t position,
-                                 enum gate_status gate_worst)
+                               enum gate_status gate_worst)
 {
     const cJSON *per_k = html_record_census(record);
     double zero_fraction;
@@ -49,7 +49,7 @@ void html_write_record_summary(struct html_writer *writer, const cJSON *record, 
     if (gate_worst != GATE_STATUS_COUNT) {
         static const char *const classes[] = { "pass", "fail", "tolerated", "missing" };
         html_putf(writer, "<span class=\"chip %s\">gate <b>%s</b></span>", classes[gate_worst],
-             gate_status_name(gate_worst));
+                  gate_status_name(gate_worst));
     }
     const cJSON *backend;
     int shown = 0;
@@ -71,7 +71,8 @@ void html_write_record_summary(struct html_writer *writer, const cJSON *record, 
             html_put(writer, "not run");
         else
             html_put_text(writer, verdict, NAME_LIMIT);
-        double sets = html_number_or(backend, KEY_DISTINCT_SETS, 0), wrong = html_backend_wrong_rows(backend);
+        double sets = html_number_or(backend, KEY_DISTINCT_SETS, 0),
+               wrong = html_backend_wrong_rows(backend);
         if (sets > 1)
             html_putf(writer, " &middot; %.0f sets", sets);
         if (wrong > 0)
@@ -120,7 +121,8 @@ void html_write_record_facts(struct html_writer *writer, const cJSON *record)
     html_put(writer, "</dd><dt>payload SHA-256</dt><dd><code>");
     html_put_text(writer, html_member_string(record, KEY_PAYLOAD_SHA256), 80);
     html_put(writer, "</code></dd><dt>reference output</dt><dd><code>");
-    html_put_text(writer, html_member_string(html_member(record, KEY_REFERENCE), KEY_OUTPUT_SHA256), 80);
+    html_put_text(writer, html_member_string(html_member(record, KEY_REFERENCE), KEY_OUTPUT_SHA256),
+                  80);
     html_put(writer, "</code></dd>");
     if (cJSON_IsArray(html_member(record, KEY_SOURCE_ROWS))) {
         html_put(writer, "<dt>rows of the file</dt><dd class=\"wide\">");
@@ -142,8 +144,8 @@ void html_write_record_facts(struct html_writer *writer, const cJSON *record)
             html_put_value(writer, field, 200);
         }
         if (total > METADATA_MAX_KEYS)
-            html_putf(writer, " <span class=\"muted\">(first %d of %d keys)</span>", METADATA_MAX_KEYS,
-                 total);
+            html_putf(writer, " <span class=\"muted\">(first %d of %d keys)</span>",
+                      METADATA_MAX_KEYS, total);
         html_put(writer, "</dd>");
     }
     if (html_member_string(record, KEY_METADATA_UNPARSED)) {
@@ -202,12 +204,13 @@ void html_write_backend_details(struct html_writer *writer, const cJSON *record)
         html_put(writer, "<p>No backend ran on this record.</p>");
         return;
     }
-    html_put(writer, "<table><thead><tr><th>backend</th><th>level</th><th>status</th><th>verdict</th>"
-                "<th class=\"n\">reps</th><th class=\"n\">distinct outputs</th>"
-                "<th class=\"n\">distinct sets</th><th class=\"n\">= reference</th>"
-                "<th class=\"n\">flapping rows (bytes / sets)</th><th>violation rows</th>"
-                "<th class=\"n\">kernel &micro;s median [min&ndash;max]</th>"
-                "<th class=\"n\">scratch</th></tr></thead><tbody>");
+    html_put(writer,
+             "<table><thead><tr><th>backend</th><th>level</th><th>status</th><th>verdict</th>"
+             "<th class=\"n\">reps</th><th class=\"n\">distinct outputs</th>"
+             "<th class=\"n\">distinct sets</th><th class=\"n\">= reference</th>"
+             "<th class=\"n\">flapping rows (bytes / sets)</th><th>violation rows</th>"
+             "<th class=\"n\">kernel &micro;s median [min&ndash;max]</th>"
+             "<th class=\"n\">scratch</th></tr></thead><tbody>");
     int shown = 0;
     cJSON_ArrayForEach(backend, backends) {
         if (shown++ == MAX_BACKENDS)
@@ -367,18 +370,18 @@ void html_write_predicted_vs_observed(struct html_writer *writer, const cJSON *r
 {
     const cJSON *backend;
     html_put(writer, "<div class=\"panel\"><b>Predicted by the census vs observed</b> "
-                "<span class=\"muted\">(rows)</span>"
-                "<table><thead><tr><th rowspan=\"2\">backend</th>"
-                "<th colspan=\"4\" class=\"n\">set flapping vs underdetermined</th>"
-                "<th colspan=\"4\" class=\"n\">wrong vs predicted overflow</th></tr><tr>"
-                "<th class=\"n\" title=\"the boundary tie set straddles the boundary\">"
-                "underdet.</th><th class=\"n\">flapping</th><th class=\"n\">both</th>"
-                "<th class=\"n\" title=\"set flapping on a row neither underdetermined nor "
-                "predicted to overflow\">unexplained</th>"
-                "<th class=\"n\" title=\"the threshold bin holds more candidates than the "
-                "backend's staging\">overflow</th><th class=\"n\">wrong</th>"
-                "<th class=\"n\">both</th><th class=\"n\" title=\"wrong on a row the census "
-                "does not predict to overflow\">unexplained</th></tr></thead><tbody>");
+                     "<span class=\"muted\">(rows)</span>"
+                     "<table><thead><tr><th rowspan=\"2\">backend</th>"
+                     "<th colspan=\"4\" class=\"n\">set flapping vs underdetermined</th>"
+                     "<th colspan=\"4\" class=\"n\">wrong vs predicted overflow</th></tr><tr>"
+                     "<th class=\"n\" title=\"the boundary tie set straddles the boundary\">"
+                     "underdet.</th><th class=\"n\">flapping</th><th class=\"n\">both</th>"
+                     "<th class=\"n\" title=\"set flapping on a row neither underdetermined nor "
+                     "predicted to overflow\">unexplained</th>"
+                     "<th class=\"n\" title=\"the threshold bin holds more candidates than the "
+                     "backend's staging\">overflow</th><th class=\"n\">wrong</th>"
+                     "<th class=\"n\">both</th><th class=\"n\" title=\"wrong on a row the census "
+                     "does not predict to overflow\">unexplained</th></tr></thead><tbody>");
     int shown = 0;
     cJSON_ArrayForEach(backend, html_member_array(record, KEY_BACKENDS)) {
         if (shown++ == MAX_BACKENDS)

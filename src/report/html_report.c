@@ -30,7 +30,8 @@ static bool record_is_interesting(const cJSON *record)
 {
     const cJSON *backend;
     cJSON_ArrayForEach(backend, html_member_array(record, KEY_BACKENDS))
-        if (html_number_or(backend, KEY_DISTINCT_SETS, 0) > 1 || html_backend_wrong_rows(backend) > 0)
+        if (html_number_or(backend, KEY_DISTINCT_SETS, 0) > 1 ||
+            html_backend_wrong_rows(backend) > 0)
             return true;
     return false;
 }
@@ -57,7 +58,8 @@ static void write_records(struct html_writer *writer, const cJSON *report)
     long open_position = -1;
     cJSON_ArrayForEach(record, records) {
         double index = html_number_or(record, KEY_INDEX, -1);
-        enum gate_status gate = html_gate_worst_for_record(writer, html_member_string(record, KEY_FILE), index);
+        enum gate_status gate =
+            html_gate_worst_for_record(writer, html_member_string(record, KEY_FILE), index);
         bool fails = record_fails(record) || gate == GATE_FAIL || gate == GATE_MISSING;
         failing += fails;
         interesting += record_is_interesting(record);
@@ -75,8 +77,9 @@ static void write_records(struct html_writer *writer, const cJSON *report)
             position++;
         }
     }
-    html_putf(writer, "<p>%zu record(s) with a failing backend, %zu with set flapping or wrong rows.",
-         failing, interesting);
+    html_putf(writer,
+              "<p>%zu record(s) with a failing backend, %zu with set flapping or wrong rows.",
+              failing, interesting);
     if (failing + interesting > 0) {
         html_put(writer, " Start with: ");
         size_t links = 0;
@@ -102,14 +105,15 @@ static void write_records(struct html_writer *writer, const cJSON *report)
     html_put(writer, " Click a record for its census, backends and flapping rows.</p>");
 
     html_put(writer, "<div class=\"rec-head\"><span></span><span>#</span><span>record</span>"
-                "<span>rows &times; L</span><span>k</span><span>zeros</span>"
-                "<span>underdet.</span><span>verdict per backend</span></div>");
+                     "<span>rows &times; L</span><span>k</span><span>zeros</span>"
+                     "<span>underdet.</span><span>verdict per backend</span></div>");
     position = 0;
     cJSON_ArrayForEach(record, records) {
         double index = html_number_or(record, KEY_INDEX, -1);
-        enum gate_status gate = html_gate_worst_for_record(writer, html_member_string(record, KEY_FILE), index);
+        enum gate_status gate =
+            html_gate_worst_for_record(writer, html_member_string(record, KEY_FILE), index);
         html_putf(writer, "<details class=\"rec\" id=\"rec-%zu\"%s>", position,
-             (long)position == open_position ? " open" : "");
+                  (long)position == open_position ? " open" : "");
         html_write_record_summary(writer, record, position, gate);
         html_put(writer, "<div class=\"body\">");
         if (!cJSON_IsObject(record)) {
@@ -141,7 +145,7 @@ static void write_footer(struct html_writer *writer, const cJSON *report)
     html_put(writer, " document (schema version ");
     html_put_member_number(writer, report, KEY_SCHEMA_VERSION);
     html_put(writer, "). Self-contained: no script, no external resource. Field definitions: "
-                "docs/REPORT.md.</footer>\n</main>\n</body>\n</html>\n");
+                     "docs/REPORT.md.</footer>\n</main>\n</body>\n</html>\n");
 }
 
 int html_report_write(const char *path, const cJSON *report, const cJSON *verdict,

@@ -72,7 +72,6 @@ void html_put(struct html_writer *writer, const char *html)
     text_append(&writer->out, html);
 }
 
-
 void html_putf(struct html_writer *writer, const char *format, ...)
 {
     char line[1024];

@@ -185,8 +185,10 @@ static void add_tally_json(cJSON *json, const struct record_result *record,
                            const struct output_tally *tally, bool with_graph_mismatch)
 {
     json_add_u64(json, KEY_REPS, tally->reps);
-    cJSON_AddItemToObject(json, KEY_OUTPUT_SHA256_PER_REP, hash_list_json(tally->rep_hash, tally->reps));
-    cJSON_AddItemToObject(json, KEY_SET_SHA256_PER_REP, hash_list_json(tally->rep_set_hash, tally->reps));
+    cJSON_AddItemToObject(json, KEY_OUTPUT_SHA256_PER_REP,
+                          hash_list_json(tally->rep_hash, tally->reps));
+    cJSON_AddItemToObject(json, KEY_SET_SHA256_PER_REP,
+                          hash_list_json(tally->rep_set_hash, tally->reps));
     json_add_u64(json, KEY_DISTINCT_OUTPUTS, tally->distinct_outputs);
     json_add_u64(json, KEY_DISTINCT_SETS, tally->distinct_sets);
     json_add_u64(json, KEY_EQUALS_REFERENCE_REPS, tally->equals_reference_reps);
@@ -269,7 +271,8 @@ static cJSON *predicted_vs_observed_json(const struct record_result *record,
     return json;
 }
 
-static cJSON *batch_json(const struct record_result *record, const struct batch_invariance_result *batch)
+static cJSON *batch_json(const struct record_result *record,
+                         const struct batch_invariance_result *batch)
 {
     cJSON *json = cJSON_CreateObject();
     if (!json)
@@ -342,11 +345,14 @@ static cJSON *backend_json(const struct record_result *record, const struct back
         json_add_u64(work, KEY_OUTPUTS_CHECKED,
                      (uint64_t)eager->outputs_checked + graph->outputs_checked);
         cJSON_AddBoolToObject(work, KEY_BESIDE_REPS, eager->beside_reps || graph->beside_reps);
-        json_add_number(work, KEY_HASH_MS, time_breakdown_round_ms(eager->hash_ms + graph->hash_ms));
-        json_add_number(work, KEY_CHECK_MS, time_breakdown_round_ms(eager->check_ms + graph->check_ms));
+        json_add_number(work, KEY_HASH_MS,
+                        time_breakdown_round_ms(eager->hash_ms + graph->hash_ms));
+        json_add_number(work, KEY_CHECK_MS,
+                        time_breakdown_round_ms(eager->check_ms + graph->check_ms));
     }
     add_tally_json(json, record, &result->eager, false);
-    cJSON_AddItemToObject(json, KEY_PREDICTED_VS_OBSERVED, predicted_vs_observed_json(record, result));
+    cJSON_AddItemToObject(json, KEY_PREDICTED_VS_OBSERVED,
+                          predicted_vs_observed_json(record, result));
     if (result->graph_requested) {
         cJSON *graph = cJSON_AddObjectToObject(json, KEY_GRAPH);
         if (graph) {
@@ -436,7 +442,8 @@ cJSON *report_record_json(const struct record_result *record, const struct verdi
         cJSON_AddItemToObject(json, KEY_METADATA, cJSON_CreateObject());
         add_string_or_null(json, KEY_METADATA_UNPARSED, capture->metadata_json);
     }
-    json_add_hex(json, KEY_PAYLOAD_SHA256, capture->payload_sha256, sizeof(capture->payload_sha256));
+    json_add_hex(json, KEY_PAYLOAD_SHA256, capture->payload_sha256,
+                 sizeof(capture->payload_sha256));
     cJSON *reference = cJSON_AddObjectToObject(json, KEY_REFERENCE);
     if (reference) {
         add_hex_hash(reference, KEY_OUTPUT_SHA256, record->reference_hash);
@@ -652,7 +659,8 @@ static cJSON *summary_json(const struct run_report *report, int input_errors)
     json_add_u64(summary, KEY_BACKENDS_NOT_RUN, report->not_run);
     cJSON *statuses = cJSON_AddObjectToObject(summary, KEY_STATUS);
     for (int s = BACKEND_OK; statuses && s < BACKEND_STATUS_COUNT; s++)
-        json_add_u64(statuses, backend_status_name((enum backend_status)s), report->status_counts[s]);
+        json_add_u64(statuses, backend_status_name((enum backend_status)s),
+                     report->status_counts[s]);
     json_add_u64(summary, KEY_INPUT_ERRORS, (uint64_t)(input_errors > 0 ? input_errors : 0));
     cJSON *by_backend = cJSON_Duplicate(report->by_backend, 1);
     if (!statuses || !by_backend || !cJSON_AddItemToObject(summary, KEY_BY_BACKEND, by_backend)) {
@@ -668,10 +676,9 @@ int report_finish(struct run_report *report, bool complete, const char *stop_rea
 {
     cJSON *root = report->root;
     cJSON_ReplaceItemInObjectCaseSensitive(root, KEY_COMPLETE, cJSON_CreateBool(complete));
-    cJSON_ReplaceItemInObjectCaseSensitive(root, KEY_STOP_REASON,
-                                           stop_reason && stop_reason[0]
-                                               ? cJSON_CreateString(stop_reason)
-                                               : cJSON_CreateNull());
+    cJSON_ReplaceItemInObjectCaseSensitive(
+        root, KEY_STOP_REASON,
+        stop_reason && stop_reason[0] ? cJSON_CreateString(stop_reason) : cJSON_CreateNull());
     cJSON_ReplaceItemInObjectCaseSensitive(root, KEY_EXIT_CODE, cJSON_CreateNumber(exit_code));
     cJSON_DeleteItemFromObjectCaseSensitive(root, KEY_SUMMARY);
     cJSON *summary = summary_json(report, cJSON_GetArraySize(report->input_errors));

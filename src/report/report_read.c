@@ -33,7 +33,7 @@ const cJSON *json_member(const cJSON *object, const char *key)
 
 /* Sets *out to the item, or NULL when absent (or null, for FIELD_NULLABLE). */
 int json_field_item(const struct json_reader *reader, const cJSON *object, const char *path,
-                     const char *key, enum field_need need, const cJSON **out)
+                    const char *key, enum field_need need, const cJSON **out)
 {
     const cJSON *item = json_member(object, key);
     *out = NULL;
@@ -49,7 +49,7 @@ int json_field_item(const struct json_reader *reader, const cJSON *object, const
 }
 
 int json_field_string(const struct json_reader *reader, const cJSON *object, const char *path,
-                       const char *key, enum field_need need, const char **out)
+                      const char *key, enum field_need need, const char **out)
 {
     const cJSON *item;
     int status = json_field_item(reader, object, path, key, need, &item);
@@ -71,8 +71,8 @@ bool json_is_count(const cJSON *item, uint64_t max)
 }
 
 int json_field_count(const struct json_reader *reader, const cJSON *object, const char *path,
-                      const char *key, enum field_need need, uint64_t max, uint64_t fallback,
-                      uint64_t *out)
+                     const char *key, enum field_need need, uint64_t max, uint64_t fallback,
+                     uint64_t *out)
 {
     const cJSON *item;
     int status = json_field_item(reader, object, path, key, need, &item);
@@ -81,13 +81,13 @@ int json_field_count(const struct json_reader *reader, const cJSON *object, cons
         return status;
     if (!json_is_count(item, max))
         return json_field_error(reader, path, key, "not an integer from 0 to %llu",
-                         (unsigned long long)max);
+                                (unsigned long long)max);
     *out = (uint64_t)item->valuedouble;
     return AUDIT_OK;
 }
 
 int json_field_u32(const struct json_reader *reader, const cJSON *object, const char *path,
-                    const char *key, uint32_t *out)
+                   const char *key, uint32_t *out)
 {
     uint64_t value;
     int status = json_field_count(reader, object, path, key, FIELD_REQUIRED, UINT32_MAX, 0, &value);
@@ -96,7 +96,7 @@ int json_field_u32(const struct json_reader *reader, const cJSON *object, const 
 }
 
 int json_field_bool(const struct json_reader *reader, const cJSON *object, const char *path,
-                     const char *key, enum field_need need, bool fallback, bool *out)
+                    const char *key, enum field_need need, bool fallback, bool *out)
 {
     const cJSON *item;
     int status = json_field_item(reader, object, path, key, need, &item);
@@ -120,14 +120,14 @@ bool json_is_hex_hash(const char *text)
 }
 
 int json_field_hash(const struct json_reader *reader, const cJSON *object, const char *path,
-                     const char *key, enum field_need need, const char **out)
+                    const char *key, enum field_need need, const char **out)
 {
     int status = json_field_string(reader, object, path, key, need, out);
     if (status < 0 || !*out)
         return status;
     if (!json_is_hex_hash(*out))
-        return json_field_error(reader, path, key, "'%.80s' is not a lower-case hex SHA-256 (64 digits)",
-                         *out);
+        return json_field_error(reader, path, key,
+                                "'%.80s' is not a lower-case hex SHA-256 (64 digits)", *out);
     return AUDIT_OK;
 }
 
@@ -143,13 +143,13 @@ static int read_typed(const struct json_reader *reader, const cJSON *object, con
 }
 
 int json_field_array(const struct json_reader *reader, const cJSON *object, const char *path,
-                      const char *key, enum field_need need, const cJSON **out)
+                     const char *key, enum field_need need, const cJSON **out)
 {
     return read_typed(reader, object, path, key, need, true, out);
 }
 
 int json_field_object(const struct json_reader *reader, const cJSON *object, const char *path,
-                       const char *key, enum field_need need, const cJSON **out)
+                      const char *key, enum field_need need, const cJSON **out)
 {
     return read_typed(reader, object, path, key, need, false, out);
 }
@@ -162,9 +162,9 @@ void json_path_join(char *out, size_t size, const char *path, const char *key, l
         memcpy(out + size - 4, "...", 4);
 }
 
-int json_field_schema_version(const struct json_reader *reader, const cJSON *root,
-                              const char *path, const char *schema, enum field_need need,
-                              int current, uint64_t *version)
+int json_field_schema_version(const struct json_reader *reader, const cJSON *root, const char *path,
+                              const char *schema, enum field_need need, int current,
+                              uint64_t *version)
 {
     int status = json_field_count(reader, root, path, KEY_SCHEMA_VERSION, need, UINT32_MAX,
                                   (uint64_t)current, version);
@@ -178,9 +178,9 @@ int json_field_schema_version(const struct json_reader *reader, const cJSON *roo
     else
         snprintf(readable, sizeof(readable), "versions %d to %d", SCHEMA_VERSION_OLDEST_READ,
                  current);
-    return json_field_error(reader, path, KEY_SCHEMA_VERSION, "%s%sversion %llu: this tool reads %s",
-                            schema ? schema : "", schema ? " " : "",
-                            (unsigned long long)*version, readable);
+    return json_field_error(reader, path, KEY_SCHEMA_VERSION,
+                            "%s%sversion %llu: this tool reads %s", schema ? schema : "",
+                            schema ? " " : "", (unsigned long long)*version, readable);
 }
 
 bool report_row_number(const cJSON *item, uint32_t *row)
@@ -257,7 +257,8 @@ static int read_hash_list(const struct json_reader *reader, const cJSON *object,
         if (!cJSON_IsString(item) || !json_is_hex_hash(item->valuestring)) {
             json_path_join(item_path, sizeof(item_path), path, key, i);
             free(hashes);
-            return json_field_error(reader, item_path, NULL, "not a lower-case hex SHA-256 (64 digits)");
+            return json_field_error(reader, item_path, NULL,
+                                    "not a lower-case hex SHA-256 (64 digits)");
         }
         hashes[i++] = item->valuestring;
     }
@@ -292,12 +293,13 @@ static int parse_tally(const struct json_reader *reader, const cJSON *json, cons
                        bool baseline, struct document_tally *tally)
 {
     uint64_t value;
-    int status = json_field_count(reader, json, path, KEY_REPS, FIELD_REQUIRED, UINT32_MAX, 0, &value);
+    int status =
+        json_field_count(reader, json, path, KEY_REPS, FIELD_REQUIRED, UINT32_MAX, 0, &value);
     if (status < 0)
         return status;
     tally->reps = (uint32_t)value;
-    status = json_field_count(reader, json, path, KEY_EQUALS_REFERENCE_REPS, FIELD_REQUIRED, tally->reps,
-                        0, &value);
+    status = json_field_count(reader, json, path, KEY_EQUALS_REFERENCE_REPS, FIELD_REQUIRED,
+                              tally->reps, 0, &value);
     if (status < 0)
         return status;
     tally->equals_reference_reps = (uint32_t)value;
@@ -307,8 +309,9 @@ static int parse_tally(const struct json_reader *reader, const cJSON *json, cons
         if (status < 0)
             return status;
         if (tally->distinct_count > tally->reps)
-            return json_field_error(reader, path, KEY_OUTPUT_SHA256, "%u distinct hashes for %u reps",
-                             tally->distinct_count, tally->reps);
+            return json_field_error(reader, path, KEY_OUTPUT_SHA256,
+                                    "%u distinct hashes for %u reps", tally->distinct_count,
+                                    tally->reps);
         return AUDIT_OK;
     }
     uint32_t hash_count;
@@ -318,18 +321,18 @@ static int parse_tally(const struct json_reader *reader, const cJSON *json, cons
         return status;
     if (hash_count != tally->reps)
         return json_field_error(reader, path, KEY_OUTPUT_SHA256_PER_REP, "%u hashes for %u reps",
-                         hash_count, tally->reps);
+                                hash_count, tally->reps);
     if (distinct_of(tally->rep_hashes, hash_count, &tally->distinct_hashes,
                     &tally->distinct_count) < 0)
         return audit_fail(reader->err, AUDIT_ENOMEM, "%s: out of memory", reader->file);
-    status = json_field_count(reader, json, path, KEY_DISTINCT_OUTPUTS, FIELD_REQUIRED, UINT32_MAX, 0,
-                        &value);
+    status = json_field_count(reader, json, path, KEY_DISTINCT_OUTPUTS, FIELD_REQUIRED, UINT32_MAX,
+                              0, &value);
     if (status < 0)
         return status;
     if (value != tally->distinct_count)
         return json_field_error(reader, path, KEY_DISTINCT_OUTPUTS,
-                         "%llu, but output_sha256_per_rep holds %u distinct hashes",
-                         (unsigned long long)value, tally->distinct_count);
+                                "%llu, but output_sha256_per_rep holds %u distinct hashes",
+                                (unsigned long long)value, tally->distinct_count);
 
     const cJSON *violations;
     char kind_path[JSON_PATH_BYTES];
@@ -342,25 +345,25 @@ static int parse_tally(const struct json_reader *reader, const cJSON *json, cons
         const cJSON *entry;
         char entry_path[JSON_PATH_BYTES];
         status = json_field_object(reader, violations, kind_path, violation_name(kind),
-                             FIELD_OPTIONAL, &entry);
+                                   FIELD_OPTIONAL, &entry);
         if (status < 0)
             return status;
         if (!entry)
             continue;
         json_path_join(entry_path, sizeof(entry_path), kind_path, violation_name(kind), -1);
-        status = json_field_count(reader, entry, entry_path, KEY_ROWS, FIELD_REQUIRED, UINT64_MAX, 0,
-                            &tally->violation_rows[kind]);
+        status = json_field_count(reader, entry, entry_path, KEY_ROWS, FIELD_REQUIRED, UINT64_MAX,
+                                  0, &tally->violation_rows[kind]);
         if (status == AUDIT_OK)
             status = json_field_count(reader, entry, entry_path, KEY_TOTAL_ROWS, FIELD_REQUIRED,
-                                UINT64_MAX, 0, &tally->violation_total_rows[kind]);
+                                      UINT64_MAX, 0, &tally->violation_total_rows[kind]);
         if (status < 0)
             return status;
     }
-    status = json_field_count(reader, json, path, KEY_FLAPPING_ROWS_TOTAL, FIELD_OPTIONAL, UINT64_MAX, 0,
-                        &tally->flapping_rows_total);
+    status = json_field_count(reader, json, path, KEY_FLAPPING_ROWS_TOTAL, FIELD_OPTIONAL,
+                              UINT64_MAX, 0, &tally->flapping_rows_total);
     if (status == AUDIT_OK)
         status = json_field_array(reader, json, path, KEY_FLAPPING_ROWS, FIELD_OPTIONAL,
-                            &tally->flapping_rows);
+                                  &tally->flapping_rows);
     return status;
 }
 
@@ -370,7 +373,7 @@ static int parse_prediction(const struct json_reader *reader, const cJSON *json,
     const cJSON *prediction;
     char prediction_path[JSON_PATH_BYTES];
     int status = json_field_object(reader, json, path, KEY_PREDICTED_VS_OBSERVED, FIELD_OPTIONAL,
-                             &prediction);
+                                   &prediction);
     if (status < 0 || !prediction)
         return status;
     backend->has_prediction = true;
@@ -382,15 +385,17 @@ static int parse_prediction(const struct json_reader *reader, const cJSON *json,
                            &backend->set_flapping_unexplained };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         status = json_field_count(reader, prediction, prediction_path, names[i], FIELD_REQUIRED,
-                            UINT64_MAX, 0, values[i]);
+                                  UINT64_MAX, 0, values[i]);
         if (status < 0)
             return status;
     }
-    status = json_field_array(reader, prediction, prediction_path, KEY_WRONG_NOT_PREDICTED_OVERFLOW_LIST,
-                        FIELD_OPTIONAL, &backend->wrong_not_predicted_overflow_list);
+    status =
+        json_field_array(reader, prediction, prediction_path, KEY_WRONG_NOT_PREDICTED_OVERFLOW_LIST,
+                         FIELD_OPTIONAL, &backend->wrong_not_predicted_overflow_list);
     if (status == AUDIT_OK)
-        status = json_field_array(reader, prediction, prediction_path, KEY_SET_FLAPPING_UNEXPLAINED_LIST,
-                            FIELD_OPTIONAL, &backend->set_flapping_unexplained_list);
+        status =
+            json_field_array(reader, prediction, prediction_path, KEY_SET_FLAPPING_UNEXPLAINED_LIST,
+                             FIELD_OPTIONAL, &backend->set_flapping_unexplained_list);
     return status;
 }
 
@@ -406,10 +411,10 @@ static int parse_graph_and_batch(const struct json_reader *reader, const cJSON *
         backend->has_graph = true;
         json_path_join(sub_path, sizeof(sub_path), path, KEY_GRAPH, -1);
         status = json_field_bool(reader, graph, sub_path, KEY_RAN, FIELD_REQUIRED, false,
-                           &backend->graph_ran);
+                                 &backend->graph_ran);
         if (status == AUDIT_OK)
             status = json_field_string(reader, graph, sub_path, KEY_ERROR, FIELD_NULLABLE,
-                                 &backend->graph_error);
+                                       &backend->graph_error);
         if (status == AUDIT_OK)
             status = parse_tally(reader, graph, sub_path, baseline, &backend->graph);
         if (status < 0)
@@ -420,16 +425,17 @@ static int parse_graph_and_batch(const struct json_reader *reader, const cJSON *
         return status;
     backend->has_batch = true;
     json_path_join(sub_path, sizeof(sub_path), path, KEY_BATCH_INVARIANCE, -1);
-    status = json_field_bool(reader, batch, sub_path, KEY_RAN, FIELD_REQUIRED, false, &backend->batch_ran);
+    status = json_field_bool(reader, batch, sub_path, KEY_RAN, FIELD_REQUIRED, false,
+                             &backend->batch_ran);
     if (status == AUDIT_OK)
         status = json_field_string(reader, batch, sub_path, KEY_ERROR, FIELD_NULLABLE,
-                             &backend->batch_error);
+                                   &backend->batch_error);
     if (status == AUDIT_OK)
         status = json_field_count(reader, batch, sub_path, KEY_DEPENDENT_ROWS_TOTAL, FIELD_REQUIRED,
-                            UINT64_MAX, 0, &backend->batch_dependent_rows);
+                                  UINT64_MAX, 0, &backend->batch_dependent_rows);
     if (status == AUDIT_OK)
         status = json_field_array(reader, batch, sub_path, KEY_DEPENDENT_ROWS, FIELD_OPTIONAL,
-                            &backend->batch_dependent_list);
+                                  &backend->batch_dependent_list);
     return status;
 }
 
@@ -444,26 +450,29 @@ static int parse_device_identity(const struct json_reader *reader, const cJSON *
     if (status < 0 || !object)
         return status;
     json_path_join(device_path, sizeof(device_path), path, KEY_DEVICE, -1);
-    status = json_field_count(reader, object, device_path, KEY_INDEX, FIELD_REQUIRED, 1023, 0, &value);
+    status =
+        json_field_count(reader, object, device_path, KEY_INDEX, FIELD_REQUIRED, 1023, 0, &value);
     if (status < 0)
         return status;
     device->device_index = (int64_t)value;
-    status = json_field_count(reader, object, device_path, KEY_ORDINAL, FIELD_REQUIRED, 1023, 0, &value);
+    status =
+        json_field_count(reader, object, device_path, KEY_ORDINAL, FIELD_REQUIRED, 1023, 0, &value);
     if (status < 0)
         return status;
     device->ordinal = (int64_t)value;
-    status = json_field_string(reader, object, device_path, KEY_NAME, FIELD_NULLABLE, &device->name);
+    status =
+        json_field_string(reader, object, device_path, KEY_NAME, FIELD_NULLABLE, &device->name);
     if (status == AUDIT_OK)
-        status = json_field_string(reader, object, device_path, KEY_COMPUTE_CAPABILITY, FIELD_NULLABLE,
-                             &device->compute_capability);
+        status = json_field_string(reader, object, device_path, KEY_COMPUTE_CAPABILITY,
+                                   FIELD_NULLABLE, &device->compute_capability);
     if (status == AUDIT_OK)
-        status = json_field_count(reader, object, device_path, KEY_SM_COUNT, FIELD_NULLABLE, INT32_MAX, 0,
-                            &value);
+        status = json_field_count(reader, object, device_path, KEY_SM_COUNT, FIELD_NULLABLE,
+                                  INT32_MAX, 0, &value);
     if (status < 0)
         return status;
     device->sm_count = (int64_t)value;
     return json_field_count(reader, object, device_path, KEY_SMEM_PER_SM_BYTES, FIELD_NULLABLE,
-                      UINT64_MAX, 0, &device->smem_per_sm_bytes);
+                            UINT64_MAX, 0, &device->smem_per_sm_bytes);
 }
 
 /* parent: the backend a per_device entry belongs to (its name and level are inherited when the
@@ -485,8 +494,9 @@ static int parse_backend(const struct json_reader *reader, const cJSON *json, co
     if (!backend->name)
         backend->name = parent->name;
     if (parent && strcmp(backend->name, parent->name) != 0)
-        return json_field_error(reader, path, KEY_NAME, "'%s' in the per_device list of backend '%s'",
-                         backend->name, parent->name);
+        return json_field_error(reader, path, KEY_NAME,
+                                "'%s' in the per_device list of backend '%s'", backend->name,
+                                parent->name);
     status = json_field_string(reader, json, path, KEY_LEVEL, inherited, &text);
     if (status < 0)
         return status;
@@ -494,7 +504,7 @@ static int parse_backend(const struct json_reader *reader, const cJSON *json, co
         backend->level = parent->level;
     else if (determinism_level_parse(text, &backend->level) < 0)
         return json_field_error(reader, path, KEY_LEVEL,
-                         "'%s' is not not_guaranteed, run_to_run or gpu_to_gpu", text);
+                                "'%s' is not not_guaranteed, run_to_run or gpu_to_gpu", text);
     status = json_field_object(reader, json, path, KEY_CLAIMS, FIELD_OPTIONAL, &claims);
     if (status < 0)
         return status;
@@ -502,7 +512,7 @@ static int parse_backend(const struct json_reader *reader, const cJSON *json, co
         char claims_path[JSON_PATH_BYTES];
         json_path_join(claims_path, sizeof(claims_path), path, KEY_CLAIMS, -1);
         status = json_field_bool(reader, claims, claims_path, KEY_EXACT_SET, FIELD_OPTIONAL, false,
-                           &backend->exact_set);
+                                 &backend->exact_set);
         if (status < 0)
             return status;
     } else if (parent) {
@@ -513,7 +523,7 @@ static int parse_backend(const struct json_reader *reader, const cJSON *json, co
         return status;
     if (backend_status_parse(text, &backend->status) < 0)
         return json_field_error(reader, path, KEY_STATUS,
-                         "'%s' is not ok, unsupported, unavailable, error or skipped", text);
+                                "'%s' is not ok, unsupported, unavailable, error or skipped", text);
     status = json_field_string(reader, json, path, KEY_REASON, FIELD_NULLABLE, &backend->reason);
     if (status < 0)
         return status;
@@ -521,9 +531,10 @@ static int parse_backend(const struct json_reader *reader, const cJSON *json, co
     if (status < 0)
         return status;
     if (verdict_parse(text, &backend->verdict) < 0)
-        return json_field_error(reader, path, KEY_VERDICT, "'%s' is not pass, fail or not_run", text);
+        return json_field_error(reader, path, KEY_VERDICT, "'%s' is not pass, fail or not_run",
+                                text);
     status = json_field_array(reader, json, path, KEY_VERDICT_REASONS, FIELD_OPTIONAL,
-                        &backend->verdict_reasons);
+                              &backend->verdict_reasons);
     if (status == AUDIT_OK)
         status = parse_tally(reader, json, path, baseline, &backend->eager);
     if (status == AUDIT_OK && !baseline)
@@ -547,7 +558,7 @@ static int parse_backend(const struct json_reader *reader, const cJSON *json, co
     cJSON_ArrayForEach(item, per_device) {
         char item_path[JSON_PATH_BYTES];
         json_path_join(item_path, sizeof(item_path), path, KEY_PER_DEVICE,
-                  (long)backend->per_device_count);
+                       (long)backend->per_device_count);
         struct document_backend *entry = &backend->per_device[backend->per_device_count++];
         status = parse_backend(reader, item, item_path, baseline, backend, entry);
         if (status < 0)
@@ -572,20 +583,20 @@ static int parse_record(const struct json_reader *reader, const cJSON *json, con
         status = json_field_u32(reader, json, path, KEY_INDEX, &record->index);
     if (status == AUDIT_OK)
         status = json_field_count(reader, json, path, KEY_GLOBAL_INDEX, FIELD_NULLABLE, UINT32_MAX,
-                            UINT64_MAX, &value);
+                                  UINT64_MAX, &value);
     if (status < 0)
         return status;
     if (value != UINT64_MAX)
         record->global_index = (int64_t)value;
     status = json_field_hash(reader, json, path, KEY_PAYLOAD_SHA256, FIELD_REQUIRED,
-                       &record->payload_sha256);
+                             &record->payload_sha256);
     if (status == AUDIT_OK)
         status = json_field_u32(reader, json, path, KEY_K, &record->k);
     if (status == AUDIT_OK)
         status = json_field_u32(reader, json, path, KEY_ROWS, &record->rows);
     if (status == AUDIT_OK)
         status = json_field_array(reader, json, path, KEY_SOURCE_ROWS, FIELD_NULLABLE,
-                            &record->source_rows);
+                                  &record->source_rows);
     if (status == AUDIT_OK)
         status = json_field_object(reader, json, path, KEY_REFERENCE, FIELD_REQUIRED, &reference);
     if (status < 0)
@@ -593,7 +604,7 @@ static int parse_record(const struct json_reader *reader, const cJSON *json, con
     char reference_path[JSON_PATH_BYTES];
     json_path_join(reference_path, sizeof(reference_path), path, KEY_REFERENCE, -1);
     status = json_field_hash(reader, reference, reference_path, KEY_OUTPUT_SHA256, FIELD_REQUIRED,
-                       &record->reference_output_sha256);
+                             &record->reference_output_sha256);
     if (status == AUDIT_OK)
         status = json_field_array(reader, json, path, KEY_BACKENDS, FIELD_REQUIRED, &backends);
     if (status < 0)
@@ -605,7 +616,8 @@ static int parse_record(const struct json_reader *reader, const cJSON *json, con
     const cJSON *item;
     cJSON_ArrayForEach(item, backends) {
         char item_path[JSON_PATH_BYTES];
-        json_path_join(item_path, sizeof(item_path), path, KEY_BACKENDS, (long)record->backend_count);
+        json_path_join(item_path, sizeof(item_path), path, KEY_BACKENDS,
+                       (long)record->backend_count);
         struct document_backend *backend = &record->backends[record->backend_count++];
         status = parse_backend(reader, item, item_path, baseline, NULL, backend);
         if (status < 0)
@@ -613,7 +625,7 @@ static int parse_record(const struct json_reader *reader, const cJSON *json, con
         for (size_t i = 0; i + 1 < record->backend_count; i++)
             if (strcmp(record->backends[i].name, backend->name) == 0)
                 return json_field_error(reader, item_path, KEY_NAME, "backend '%s' is listed twice",
-                                 backend->name);
+                                        backend->name);
     }
     return AUDIT_OK;
 }
@@ -633,7 +645,7 @@ void report_document_release(struct report_document *document)
 }
 
 int report_document_parse(struct report_document *document, const char *path, cJSON *root,
-                        struct audit_error *err)
+                          struct audit_error *err)
 {
     struct json_reader reader = { path, err };
     const char *schema;
@@ -658,24 +670,25 @@ int report_document_parse(struct report_document *document, const char *path, cJ
         document->is_baseline = true;
     } else if (strcmp(schema, REPORT_SCHEMA) != 0) {
         status = json_field_error(&reader, "$", KEY_SCHEMA, "'%s' is neither %s nor %s", schema,
-                           REPORT_SCHEMA, BASELINE_SCHEMA);
+                                  REPORT_SCHEMA, BASELINE_SCHEMA);
         goto error;
     }
-    status = json_field_schema_version(&reader, root, "$", schema, FIELD_REQUIRED,
-                                       document->is_baseline ? BASELINE_SCHEMA_VERSION
-                                                             : REPORT_SCHEMA_VERSION,
-                                       &version);
+    status = json_field_schema_version(
+        &reader, root, "$", schema, FIELD_REQUIRED,
+        document->is_baseline ? BASELINE_SCHEMA_VERSION : REPORT_SCHEMA_VERSION, &version);
     if (status < 0)
         goto error;
-    status = json_field_bool(&reader, root, "$", KEY_COMPLETE, FIELD_REQUIRED, false, &document->complete);
+    status = json_field_bool(&reader, root, "$", KEY_COMPLETE, FIELD_REQUIRED, false,
+                             &document->complete);
     if (status == AUDIT_OK)
         status = json_field_string(&reader, root, "$", KEY_STOP_REASON, FIELD_NULLABLE,
-                             &document->stop_reason);
+                                   &document->stop_reason);
     if (status == AUDIT_OK)
-        status = json_field_object(&reader, root, "$", KEY_CONTEXT, FIELD_REQUIRED, &document->context);
+        status =
+            json_field_object(&reader, root, "$", KEY_CONTEXT, FIELD_REQUIRED, &document->context);
     if (status == AUDIT_OK)
         status = json_field_array(&reader, root, "$", KEY_INPUT_ERRORS, FIELD_OPTIONAL,
-                            &document->input_errors);
+                                  &document->input_errors);
     if (status == AUDIT_OK)
         status = json_field_array(&reader, root, "$", KEY_RECORDS, FIELD_REQUIRED, &records);
     if (status < 0)
@@ -689,7 +702,8 @@ int report_document_parse(struct report_document *document, const char *path, cJ
     const cJSON *item;
     cJSON_ArrayForEach(item, records) {
         char item_path[JSON_PATH_BYTES];
-        json_path_join(item_path, sizeof(item_path), "$", KEY_RECORDS, (long)document->record_count);
+        json_path_join(item_path, sizeof(item_path), "$", KEY_RECORDS,
+                       (long)document->record_count);
         status = parse_record(&reader, item, item_path, document->is_baseline,
                               &document->records[document->record_count++]);
         if (status < 0)
@@ -701,7 +715,8 @@ error:
     return status;
 }
 
-int report_document_load(struct report_document *document, const char *path, struct audit_error *err)
+int report_document_load(struct report_document *document, const char *path,
+                         struct audit_error *err)
 {
     cJSON *root = NULL;
     memset(document, 0, sizeof(*document));
@@ -733,12 +748,14 @@ static int named_row_list(struct report_row_query *query, const cJSON *list, uin
     return AUDIT_OK;
 }
 
-static int named_backend_rows(struct report_row_query *query, const cJSON *backend,
-                              uint32_t record, const char *where, struct audit_error *err)
+static int named_backend_rows(struct report_row_query *query, const cJSON *backend, uint32_t record,
+                              const char *where, struct audit_error *err)
 {
     static const char *const direct_lists[] = { KEY_FLAPPING_ROWS, KEY_WRONG_ROWS };
     static const char *const observed_lists[] = {
-        KEY_WRONG_ROWS, KEY_WRONG_NOT_PREDICTED_OVERFLOW_LIST, KEY_SET_FLAPPING_UNEXPLAINED_LIST,
+        KEY_WRONG_ROWS,
+        KEY_WRONG_NOT_PREDICTED_OVERFLOW_LIST,
+        KEY_SET_FLAPPING_UNEXPLAINED_LIST,
     };
     char field[512];
     int status;
@@ -752,14 +769,14 @@ static int named_backend_rows(struct report_row_query *query, const cJSON *backe
     for (size_t i = 0; i < sizeof(observed_lists) / sizeof(observed_lists[0]); i++) {
         snprintf(field, sizeof(field), "%s.%s.%s", where, KEY_PREDICTED_VS_OBSERVED,
                  observed_lists[i]);
-        if ((status = named_row_list(query, json_member(observed, observed_lists[i]), record,
-                                     field, err)) < 0)
+        if ((status = named_row_list(query, json_member(observed, observed_lists[i]), record, field,
+                                     err)) < 0)
             return status;
     }
     const cJSON *graph = json_member(backend, KEY_GRAPH);
     snprintf(field, sizeof(field), "%s.%s.%s", where, KEY_GRAPH, KEY_FLAPPING_ROWS);
-    if ((status = named_row_list(query, json_member(graph, KEY_FLAPPING_ROWS), record, field,
-                                 err)) < 0)
+    if ((status =
+             named_row_list(query, json_member(graph, KEY_FLAPPING_ROWS), record, field, err)) < 0)
         return status;
     const cJSON *batch = json_member(backend, KEY_BATCH_INVARIANCE);
     snprintf(field, sizeof(field), "%s.%s.%s", where, KEY_BATCH_INVARIANCE, KEY_DEPENDENT_ROWS);
@@ -831,8 +848,7 @@ static int named_rows_matching(struct report_row_query *query, const cJSON *reco
     return AUDIT_OK;
 }
 
-int report_rows_named(const cJSON *report, struct report_row_query *query,
-                      struct audit_error *err)
+int report_rows_named(const cJSON *report, struct report_row_query *query, struct audit_error *err)
 {
     const cJSON *schema = json_member(report, KEY_SCHEMA);
     bool matched_any_record = false;
@@ -846,36 +862,40 @@ int report_rows_named(const cJSON *report, struct report_row_query *query,
     query->schema_missing = !schema;
     const cJSON *records = json_member(report, KEY_RECORDS);
     if (!cJSON_IsArray(records))
-        return audit_fail(err, AUDIT_EDATA, "%s: no \"%s\" array", query->report_path,
-                          KEY_RECORDS);
+        return audit_fail(err, AUDIT_EDATA, "%s: no \"%s\" array", query->report_path, KEY_RECORDS);
     char *capture_real = realpath(query->capture_path, NULL);
     /* Two passes: exact file matches first; file-name matches only if there were none. */
     for (enum file_match wanted = MATCH_EXACT; wanted >= MATCH_NAME && query->rows_named == 0;
          wanted--) {
         bool any_record, ambiguous;
-        status = named_rows_matching(query, records, wanted, capture_real, &any_record,
-                                     &ambiguous, err);
+        status =
+            named_rows_matching(query, records, wanted, capture_real, &any_record, &ambiguous, err);
         if (status < 0)
             goto done;
         matched_any_record = matched_any_record || any_record;
         if (any_record && query->rows_named == 0)
             break; /* the capture's records are in the report; they just list no row */
         if (ambiguous) {
-            status = audit_fail(err, AUDIT_EDATA, "%s: no record names %s exactly and several "
+            status = audit_fail(err, AUDIT_EDATA,
+                                "%s: no record names %s exactly and several "
                                 "files share its name: run extract from the directory `run` was "
-                                "started in", query->report_path, query->capture_path);
+                                "started in",
+                                query->report_path, query->capture_path);
             goto done;
         }
     }
     if (!matched_any_record) {
         const cJSON *first_file = records->child ? json_member(records->child, KEY_FILE) : NULL;
-        status = audit_fail(err, AUDIT_EDATA, "%s has no record of %s (its first record is of %s): "
-                            "nothing to extract", query->report_path, query->capture_path,
+        status = audit_fail(err, AUDIT_EDATA,
+                            "%s has no record of %s (its first record is of %s): "
+                            "nothing to extract",
+                            query->report_path, query->capture_path,
                             cJSON_IsString(first_file) ? first_file->valuestring : "no file");
     } else if (query->rows_named == 0) {
-        status = audit_fail(err, AUDIT_EDATA, "%s lists no flapping or wrong row%s%s for %s: "
-                            "nothing to extract", query->report_path,
-                            query->backend ? " of backend " : "",
+        status = audit_fail(err, AUDIT_EDATA,
+                            "%s lists no flapping or wrong row%s%s for %s: "
+                            "nothing to extract",
+                            query->report_path, query->backend ? " of backend " : "",
                             query->backend ? query->backend : "", query->capture_path);
     }
 done:

@@ -62,9 +62,9 @@ int json_field_object(const struct json_reader *reader, const cJSON *object, con
 /* The document's schema_version, refused unless from SCHEMA_VERSION_OLDEST_READ to current
  * ("SCHEMA version N: this tool reads version M"; schema NULL leaves the name out). An absent
  * optional version reads as current. */
-int json_field_schema_version(const struct json_reader *reader, const cJSON *root,
-                              const char *path, const char *schema, enum field_need need,
-                              int current, uint64_t *version);
+int json_field_schema_version(const struct json_reader *reader, const cJSON *root, const char *path,
+                              const char *schema, enum field_need need, int current,
+                              uint64_t *version);
 /* out = path.key, or path.key[index] for index >= 0; a path too long for out ends in "...". */
 void json_path_join(char *out, size_t size, const char *path, const char *key, long index);
 /* A number that is an integer from 0 to max (and exact in a double). */
@@ -170,21 +170,20 @@ int report_document_load(struct report_document *document, const char *path,
                          struct audit_error *err);
 void report_document_release(struct report_document *document);
 
-/* ---- the rows a report names (extract --from-report) ------------------------------------------ */
+/* ---- the rows a report names (extract --from-report) ---------------------------------------- */
 
 /* Receives one row a report names, of record (its index in the capture). */
-typedef int (*report_row_fn)(void *context, uint32_t record, uint32_t row,
-                             struct audit_error *err);
+typedef int (*report_row_fn)(void *context, uint32_t record, uint32_t row, struct audit_error *err);
 
 struct report_row_query {
-    const char *report_path;   /* names the report in messages */
-    const char *capture_path;  /* the capture whose records are wanted */
-    const char *backend;       /* only this backend's rows; NULL: every backend's */
+    const char *report_path;  /* names the report in messages */
+    const char *capture_path; /* the capture whose records are wanted */
+    const char *backend;      /* only this backend's rows; NULL: every backend's */
     report_row_fn add;
     void *context;
     /* out */
-    bool schema_missing;       /* the report has no "schema": read as a run report */
-    size_t rows_named;         /* rows handed to add, repeats included */
+    bool schema_missing; /* the report has no "schema": read as a run report */
+    size_t rows_named;   /* rows handed to add, repeats included */
 };
 
 /* Hands query->add every row report names for the capture: per record of that capture, the
@@ -195,7 +194,6 @@ struct report_row_query {
  * rows). A hand-written report is read: every field but records[].index may be absent.
  * AUDIT_EDATA for another schema, a malformed row list, a report with no record of the capture
  * or no row for it. */
-int report_rows_named(const cJSON *report, struct report_row_query *query,
-                      struct audit_error *err);
+int report_rows_named(const cJSON *report, struct report_row_query *query, struct audit_error *err);
 
 #endif

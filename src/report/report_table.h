@@ -1,5 +1,5 @@
-/* The terminal table of `run` (docs/REPORT.md "Terminal table"): what report.h writes as JSON, one line
- * per record x backend, printed as the records are judged. */
+/* The terminal table of `run` (docs/REPORT.md "Terminal table"): what report.h writes as JSON,
+ * one line per record x backend, printed as the records are judged. */
 #ifndef DSATOPK_REPORT_TABLE_H
 #define DSATOPK_REPORT_TABLE_H
 

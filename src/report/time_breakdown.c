@@ -12,7 +12,8 @@ static const struct time_part time_parts[] = {
     { KEY_DEVICE_OPEN_MS, "device open", offsetof(struct time_breakdown, device_open_ms) },
     { KEY_SETUP_MS, "setup", offsetof(struct time_breakdown, setup_ms) },
     { KEY_KERNEL_MS, "kernel", offsetof(struct time_breakdown, kernel_ms) },
-    { KEY_LAUNCH_OVERHEAD_MS, "launch overhead", offsetof(struct time_breakdown, launch_overhead_ms) },
+    { KEY_LAUNCH_OVERHEAD_MS, "launch overhead",
+      offsetof(struct time_breakdown, launch_overhead_ms) },
     { KEY_NOISE_WAIT_MS, "noise wait", offsetof(struct time_breakdown, noise_wait_ms) },
     { KEY_ROW_HASH_MS, "gpu row hash", offsetof(struct time_breakdown, row_hash_ms) },
     { KEY_COPY_MS, "copy", offsetof(struct time_breakdown, copy_ms) },
@@ -77,7 +78,8 @@ cJSON *time_breakdown_json(const struct time_breakdown *time)
     if (!json)
         return NULL;
     for (size_t part = 0; part < TIME_PART_COUNT; part++)
-        json_add_number(json, time_parts[part].key, time_breakdown_round_ms(time_breakdown_value(time, part)));
+        json_add_number(json, time_parts[part].key,
+                        time_breakdown_round_ms(time_breakdown_value(time, part)));
     json_add_number(json, KEY_OTHER_MS, time_breakdown_round_ms(time_breakdown_other_ms(time)));
     json_add_number(json, KEY_TOTAL_MS, time_breakdown_round_ms(time->total_ms));
     return json;

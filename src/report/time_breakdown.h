@@ -43,9 +43,9 @@ double time_breakdown_round_ms(double ms);
 /* The parts of struct time_breakdown but total_ms, in report order: the one list the JSON
  * object, the sums and the table's time line walk, so none of them can miss a part. */
 struct time_part {
-    const char *key;    /* in time_breakdown_ms (report_keys.h) */
-    const char *label;  /* in the table's time lines */
-    size_t offset;      /* of its double in struct time_breakdown */
+    const char *key;   /* in time_breakdown_ms (report_keys.h) */
+    const char *label; /* in the table's time lines */
+    size_t offset;     /* of its double in struct time_breakdown */
 };
 size_t time_breakdown_part_count(void);
 const struct time_part *time_breakdown_part(size_t part);

@@ -231,8 +231,9 @@ static void violation_plain(struct judge *judge, const struct verdict_reps *reps
     struct verdict_finding found = failing(VERDICT_CHECK_VIOLATION, graph);
     found.kind = kind;
     if (judge->tallies) {
-        finding(judge, &found, "%s%s on %llu row(s) in total over %u rep(s), at most %llu in one rep",
-                label, violation_name(kind), (unsigned long long)v->total_rows, reps->reps,
+        finding(judge, &found,
+                "%s%s on %llu row(s) in total over %u rep(s), at most %llu in one rep", label,
+                violation_name(kind), (unsigned long long)v->total_rows, reps->reps,
                 (unsigned long long)v->max_rows_per_rep);
         return;
     }
@@ -381,13 +382,14 @@ static void judge_eager(struct judge *judge)
     if (judge->rule->single_output && eager->distinct_outputs > 1) {
         found = failing(VERDICT_CHECK_FLAPPING, false);
         if (judge->tallies) {
-            finding(judge, &found, "%u distinct outputs over %u reps, %u distinct sets (claims %s: one)",
+            finding(judge, &found,
+                    "%u distinct outputs over %u reps, %u distinct sets (claims %s: one)",
                     eager->distinct_outputs, eager->reps, eager->distinct_sets, judge->level);
         } else {
             found.rows = VERDICT_ROWS_FLAPPING;
             found.rows_why = "flapping";
-            finding(judge, &found, "%u distinct outputs over %u reps (claims %s: one); %llu flapping "
-                                   "row(s)",
+            finding(judge, &found,
+                    "%u distinct outputs over %u reps (claims %s: one); %llu flapping row(s)",
                     eager->distinct_outputs, eager->reps, judge->level,
                     (unsigned long long)eager->flapping_rows);
         }
