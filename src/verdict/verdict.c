@@ -22,73 +22,79 @@ const char *violation_name(unsigned kind)
     return "unknown";
 }
 
+/* The names of each enum, indexed by its values. */
+static const char *const backend_status_names[BACKEND_STATUS_COUNT] = {
+    [BACKEND_OK] = "ok",
+    [BACKEND_UNSUPPORTED] = "unsupported",
+    [BACKEND_UNAVAILABLE] = "unavailable",
+    [BACKEND_ERROR] = "error",
+    [BACKEND_SKIPPED] = "skipped",
+    [BACKEND_HANG] = "hang",
+    [BACKEND_CRASH] = "crash",
+    [BACKEND_CUDA_ERROR] = "cuda_error",
+};
+static const char *const verdict_names[VERDICT_COUNT] = {
+    [VERDICT_PASS] = "pass", [VERDICT_FAIL] = "fail", [VERDICT_NOT_RUN] = "not_run",
+};
+static const char *const gate_status_names[GATE_STATUS_COUNT] = {
+    [GATE_PASS] = "pass", [GATE_FAIL] = "fail", [GATE_TOLERATED] = "tolerated",
+    [GATE_MISSING] = "missing",
+};
+
+static const char *name_of(const char *const *names, int count, int value)
+{
+    return value >= 0 && value < count ? names[value] : "unknown";
+}
+
+/* The value named name, or -1. */
+static int value_named(const char *const *names, int count, const char *name)
+{
+    for (int value = 0; name && value < count; value++)
+        if (strcmp(name, names[value]) == 0)
+            return value;
+    return -1;
+}
+
 const char *backend_status_name(enum backend_status status)
 {
-    switch (status) {
-    case BACKEND_OK: return "ok";
-    case BACKEND_UNSUPPORTED: return "unsupported";
-    case BACKEND_UNAVAILABLE: return "unavailable";
-    case BACKEND_ERROR: return "error";
-    case BACKEND_SKIPPED: return "skipped";
-    case BACKEND_HANG: return "hang";
-    case BACKEND_CRASH: return "crash";
-    case BACKEND_CUDA_ERROR: return "cuda_error";
-    }
-    return "unknown";
+    return name_of(backend_status_names, BACKEND_STATUS_COUNT, (int)status);
 }
 
 int backend_status_parse(const char *name, enum backend_status *status)
 {
-    for (int s = BACKEND_OK; name && s < BACKEND_STATUS_COUNT; s++) {
-        if (strcmp(name, backend_status_name((enum backend_status)s)) == 0) {
-            *status = (enum backend_status)s;
-            return 0;
-        }
-    }
-    return -1;
+    int value = value_named(backend_status_names, BACKEND_STATUS_COUNT, name);
+    if (value < 0)
+        return -1;
+    *status = (enum backend_status)value;
+    return 0;
 }
 
 const char *verdict_name(enum verdict verdict)
 {
-    switch (verdict) {
-    case VERDICT_PASS: return "pass";
-    case VERDICT_FAIL: return "fail";
-    case VERDICT_NOT_RUN: return "not_run";
-    }
-    return "unknown";
+    return name_of(verdict_names, VERDICT_COUNT, (int)verdict);
 }
 
 int verdict_parse(const char *name, enum verdict *verdict)
 {
-    for (int v = VERDICT_PASS; name && v < VERDICT_COUNT; v++) {
-        if (strcmp(name, verdict_name((enum verdict)v)) == 0) {
-            *verdict = (enum verdict)v;
-            return 0;
-        }
-    }
-    return -1;
+    int value = value_named(verdict_names, VERDICT_COUNT, name);
+    if (value < 0)
+        return -1;
+    *verdict = (enum verdict)value;
+    return 0;
 }
 
 const char *gate_status_name(enum gate_status status)
 {
-    switch (status) {
-    case GATE_PASS: return "pass";
-    case GATE_FAIL: return "fail";
-    case GATE_TOLERATED: return "tolerated";
-    case GATE_MISSING: return "missing";
-    }
-    return "unknown";
+    return name_of(gate_status_names, GATE_STATUS_COUNT, (int)status);
 }
 
 int gate_status_parse(const char *name, enum gate_status *status)
 {
-    for (int s = GATE_PASS; name && s < GATE_STATUS_COUNT; s++) {
-        if (strcmp(name, gate_status_name((enum gate_status)s)) == 0) {
-            *status = (enum gate_status)s;
-            return 0;
-        }
-    }
-    return -1;
+    int value = value_named(gate_status_names, GATE_STATUS_COUNT, name);
+    if (value < 0)
+        return -1;
+    *status = (enum gate_status)value;
+    return 0;
 }
 
 int determinism_level_parse(const char *name, enum topk_determinism *level)
