@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CI: the unit tests of the code that runs on several threads (src/common/host_threads.c, the host
-# work of new outputs in src/report/report.c with the checks and hashes it calls, its thread beside the
+# work of new outputs in src/replay/output_tally.c with the checks and hashes it calls, its thread beside the
 # reps in src/replay/tally_queue.c, and the rows of the CPU reference and the census in src/reference/reference.c
 # and src/reference/census.c) under ThreadSanitizer, in a clang build directory (default build-tsan). Any
 # data race fails the test that showed it (halt_on_error), and so this script.

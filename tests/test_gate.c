@@ -1,10 +1,10 @@
-/* Unit tests of src/gate/gate.c on hand-made report JSON, no GPU: each level passing and failing
- * (gpu_to_gpu against the baseline and the reference, run_to_run one output, not_guaranteed
- * violations with the radix staging forgiveness), every policy branch (level per backend and per
- * record, allow lists, tolerated known failures with match and until, allow_missing,
- * allow_incomplete, allow_input_errors, invalid policies), missing records and backends, not-run
- * statuses against the baseline, per-device entries, the baseline subset, the summary, merge and
- * the cross-device block. */
+/* Unit tests of src/gate/ and of the report reader (src/report/report_read.c) on hand-made report
+ * JSON, no GPU: each level passing and failing (gpu_to_gpu against the baseline and the reference,
+ * run_to_run one output, not_guaranteed violations with the radix staging forgiveness), every
+ * policy branch (level per backend and per record, allow lists, tolerated known failures with
+ * match and until, allow_missing, allow_incomplete, allow_input_errors, invalid policies), missing
+ * records and backends, not-run statuses against the baseline, per-device entries, the baseline
+ * subset, the summary, merge and the cross-device block. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +17,7 @@
 
 #include "gate.h"
 #include "hash.h"
+#include "report.h"
 
 /* ---- fixtures ------------------------------------------------------------------------------- */
 
@@ -180,7 +181,7 @@ static cJSON *single(const char *name, const char *level, const char *status, co
 
 /* Parses baseline, report and policy (text or NULL), judges, keeps everything for checks. */
 struct judged {
-    struct gate_document baseline, report;
+    struct report_document baseline, report;
     struct gate_policy policy;
     struct gate_counts counts;
     cJSON *result;
@@ -193,8 +194,8 @@ static void judge_at(struct judged *judged, cJSON *baseline, cJSON *report, cons
     struct gate_options options;
     memset(judged, 0, sizeof(*judged));
     snprintf(options.now, sizeof(options.now), "%s", now);
-    assert_int_equal(gate_document_parse(&judged->baseline, "baseline.json", baseline, &err), 0);
-    assert_int_equal(gate_document_parse(&judged->report, "report.json", report, &err), 0);
+    assert_int_equal(report_document_parse(&judged->baseline, "baseline.json", baseline, &err), 0);
+    assert_int_equal(report_document_parse(&judged->report, "report.json", report, &err), 0);
     gate_policy_init(&judged->policy);
     if (policy) {
         cJSON *root = cJSON_Parse(policy);
@@ -217,8 +218,8 @@ static void judge(struct judged *judged, cJSON *baseline, cJSON *report, const c
 static void judged_release(struct judged *judged)
 {
     cJSON_Delete(judged->result);
-    gate_document_release(&judged->baseline);
-    gate_document_release(&judged->report);
+    report_document_release(&judged->baseline);
+    report_document_release(&judged->report);
     gate_policy_release(&judged->policy);
 }
 
@@ -765,9 +766,9 @@ static void test_invalid_policies(void **state)
 
 static void expect_document_error(cJSON *root, const char *message)
 {
-    struct gate_document document;
+    struct report_document document;
     struct audit_error err = { 0 };
-    assert_int_equal(gate_document_parse(&document, "r.json", root, &err), AUDIT_EDATA);
+    assert_int_equal(report_document_parse(&document, "r.json", root, &err), AUDIT_EDATA);
     if (!strstr(err.message, message))
         fprintf(stderr, "got: %s\nwanted: %s\n", err.message, message);
     assert_non_null(strstr(err.message, message));
@@ -780,6 +781,11 @@ static void test_invalid_documents(void **state)
     cJSON *report = single("sort", "gpu_to_gpu", "ok", "aaa", NULL);
     set_number(report, "schema_version", 2);
     expect_document_error(report, "r.json: $.schema_version: dsatopk-audit/report version 2");
+    /* Versions before the first are not documents of this tool. */
+    report = single("sort", "gpu_to_gpu", "ok", "aaa", NULL);
+    set_number(report, "schema_version", 0);
+    expect_document_error(report, "$.schema_version: dsatopk-audit/report version 0: this tool "
+                                  "reads version 1");
 
     report = single("sort", "gpu_to_gpu", "ok", "aaa", NULL);
     cJSON_ReplaceItemInObjectCaseSensitive(report, "schema", cJSON_CreateString("other"));
@@ -855,9 +861,9 @@ static void test_baseline_subset_round_trip(void **state)
         "verdict_reasons");
     cJSON *bare_baseline = NULL;
     assert_int_equal(gate_baseline_from_report(bare, "bare.json", &bare_baseline, &err), 0);
-    struct gate_document bare_document;
-    assert_int_equal(gate_document_parse(&bare_document, "bare-baseline.json", bare_baseline, &err), 0);
-    gate_document_release(&bare_document);
+    struct report_document bare_document;
+    assert_int_equal(report_document_parse(&bare_document, "bare-baseline.json", bare_baseline, &err), 0);
+    report_document_release(&bare_document);
     cJSON_Delete(bare);
     /* Baselines of two GPUs gated against each other: judged by their distinct hashes. */
     cJSON *other = NULL, *bad_report = single("sort", "gpu_to_gpu", "ok", "aab", NULL);
@@ -1025,7 +1031,7 @@ static void test_summary_recomputed(void **state)
     cJSON_ReplaceItemInObjectCaseSensitive(
         cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(record, "backends"), 0), "verdict",
         cJSON_CreateString("fail"));
-    cJSON *summary = gate_report_summary(cJSON_GetObjectItemCaseSensitive(report, "records"),
+    cJSON *summary = report_summary_json(cJSON_GetObjectItemCaseSensitive(report, "records"),
                                          cJSON_GetObjectItemCaseSensitive(report, "input_errors"));
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(summary, "records")->valuedouble, 3);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(summary, "backend_runs")->valuedouble, 6);
@@ -1075,9 +1081,9 @@ static void test_merge(void **state)
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(merged, "summary"),
                                                       "records")->valuedouble, 5);
     /* The merged report is a report: gate reads it. */
-    struct gate_document document;
-    assert_int_equal(gate_document_parse(&document, "merged.json", merged, &err), 0);
-    gate_document_release(&document);
+    struct report_document document;
+    assert_int_equal(report_document_parse(&document, "merged.json", merged, &err), 0);
+    report_document_release(&document);
 
     /* A missing shard: merged, incomplete, named. */
     cJSON *three[] = { shard(0, 3, (const unsigned[]){ 0, 3 }, 2), shard(2, 3, (const unsigned[]){ 2 }, 1) };
@@ -1137,17 +1143,17 @@ static void test_merge(void **state)
 static void test_verdict_document(void **state)
 {
     (void)state;
-    struct gate_document baseline, reports[2];
+    struct report_document baseline, reports[2];
     struct gate_policy policy;
     struct gate_options options = { "2026-11-29T12:00:00Z" };
     struct gate_counts counts;
     struct audit_error err = { 0 };
     cJSON *verdict = NULL;
-    assert_int_equal(gate_document_parse(&baseline, "b.json",
+    assert_int_equal(report_document_parse(&baseline, "b.json",
                                          single("sort", "gpu_to_gpu", "ok", "aaa", NULL), &err), 0);
-    assert_int_equal(gate_document_parse(&reports[0], "r0.json",
+    assert_int_equal(report_document_parse(&reports[0], "r0.json",
                                          single("sort", "gpu_to_gpu", "ok", "aaa", NULL), &err), 0);
-    assert_int_equal(gate_document_parse(&reports[1], "r1.json",
+    assert_int_equal(report_document_parse(&reports[1], "r1.json",
                                          single("sort", "gpu_to_gpu", "ok", "aab", NULL), &err), 0);
     assert_int_equal(gate_policy_parse(&policy, "p.json",
                                        cJSON_Parse(known_failure_policy), &err), 0);
@@ -1173,9 +1179,9 @@ static void test_verdict_document(void **state)
     cJSON_Delete(verdict);
     cJSON_Delete(context);
     gate_policy_release(&policy);
-    gate_document_release(&reports[0]);
-    gate_document_release(&reports[1]);
-    gate_document_release(&baseline);
+    report_document_release(&reports[0]);
+    report_document_release(&reports[1]);
+    report_document_release(&baseline);
 }
 
 int main(void)

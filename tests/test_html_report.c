@@ -1,6 +1,6 @@
-/* Unit tests of the HTML report (src/report/html_report.c) and its SVG helpers (src/report/svg.c) on hand-made
- * report and verdict objects: the summary table has one row per backend, each record is one
- * <details>, the plots are there (histograms, timing, rows x reps maps), hostile strings come
+/* Unit tests of the HTML report (src/report/html_*.c) and its SVG helpers (src/report/svg.c) on
+ * hand-made report and verdict objects: the summary table has one row per backend, each record is
+ * one <details>, the plots are there (histograms, timing, rows x reps maps), hostile strings come
  * out escaped and nothing can run or fetch, odd and missing fields print n/a, the rows x reps map
  * marks only what the report proves, gate verdicts of different shapes are found, and a report of
  * 300 records stays within its size budget. */
@@ -606,7 +606,7 @@ static void test_gate_verdict_flat_layout(void **state)
     cJSON_Delete(report);
 }
 
-/* The layout `gate` writes (src/gate/gate.c): reports[] each with its own status, report_reasons and
+/* The layout `gate` writes (src/gate/gate_verdict.c): reports[] each with its own status, report_reasons and
  * entries[] of {file, index, backend, status, reasons, notes, rows: [{row, why}]}; baseline and
  * policy in the verdict's context; the overall word in summary.verdict. */
 static void test_gate_verdict_gate_command_layout(void **state)

@@ -1,9 +1,10 @@
-/* Unit tests of src/report/report.c on hand-made outputs, no GPU: output hashes against SHA-256 of
- * bytes laid out by hand, distinct outputs and sets, violation totals and per-rep maxima,
- * flapping rows, the verdict cache (each distinct output checked once; reps recognised from their
- * row hashes give the same report as reps hashed in full), the time breakdown's arithmetic, the
- * verdict rule of each claimed level (a pass and a fail for each), and the report JSON (schema
- * fields present, no NaN or Infinity tokens). */
+/* Unit tests of the output tally (src/replay/output_tally.c), run's verdict from it
+ * (src/report/backend_result.c) and the report writer (src/report/report.c) on hand-made outputs,
+ * no GPU: output hashes against SHA-256 of bytes laid out by hand, distinct outputs and sets,
+ * violation totals and per-rep maxima, flapping rows, the verdict cache (each distinct output
+ * checked once; reps recognised from their row hashes give the same report as reps hashed in
+ * full), the time breakdown's arithmetic, the verdict rule of each claimed level (a pass and a
+ * fail for each), and the report JSON (schema fields present, no NaN or Infinity tokens). */
 #include <ctype.h>
 #include <math.h>
 #include <setjmp.h>
@@ -231,7 +232,7 @@ static void test_external_baseline_counts_graph_mismatch(void **state)
     tally_add(tally, graph_same, NAN, NULL, NULL, NULL);
     tally_add(tally, graph_other, NAN, NULL, NULL, NULL);
     tally_add(tally, graph_other, NAN, NULL, NULL, NULL);
-    const struct violation_tally *mismatch = &tally->violations[REPORT_GRAPH_MISMATCH];
+    const struct violation_tally *mismatch = &tally->violations[VIOLATION_GRAPH_MISMATCH];
     assert_int_equal(mismatch->total_rows, 4);
     assert_int_equal(mismatch->max_rows_per_rep, 2);
     assert_int_equal(tally->distinct_outputs, 2);

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +17,8 @@
 #include "cli.h"
 #include "error.h"
 #include "json_util.h"
+#include "report_read.h"
 #include "selection.h"
-
-#define REPORT_SCHEMA_NAME "dsatopk-audit/report"
 
 static const char extract_usage[] =
     "usage: dsatopk-audit extract IN.bin [--records LIST] [--rows LIST] -o OUT.bin\n"
@@ -126,67 +124,9 @@ static int add_pair(struct row_pairs *pairs, uint32_t record, uint32_t row,
     return AUDIT_OK;
 }
 
-static bool exact_u32(const cJSON *item, uint32_t *value)
+static int add_named_row(void *context, uint32_t record, uint32_t row, struct audit_error *err)
 {
-    if (!cJSON_IsNumber(item) || !(item->valuedouble >= 0) || item->valuedouble > UINT32_MAX ||
-        (double)(uint32_t)item->valuedouble != item->valuedouble)
-        return false;
-    *value = (uint32_t)item->valuedouble;
-    return true;
-}
-
-/* Rows of one list: numbers, or objects with a "row" number. Anything else in the list is a
- * malformed report. A field that is not an array (a count) is not a list and is skipped. */
-static int add_row_list(const cJSON *list, uint32_t record, const char *where,
-                        struct row_pairs *pairs, struct audit_error *err)
-{
-    if (!cJSON_IsArray(list))
-        return AUDIT_OK;
-    int position = 0;
-    for (const cJSON *item = list->child; item; item = item->next, position++) {
-        uint32_t row;
-        const cJSON *value = cJSON_IsObject(item) ? cJSON_GetObjectItemCaseSensitive(item, "row")
-                                                  : item;
-        if (!exact_u32(value, &row))
-            return audit_fail(err, AUDIT_EDATA, "%s[%d]: not a row number", where, position);
-        int status = add_pair(pairs, record, row, err);
-        if (status < 0)
-            return status;
-    }
-    return AUDIT_OK;
-}
-
-static int add_backend_rows(const cJSON *backend, uint32_t record, const char *where,
-                            struct row_pairs *pairs, struct audit_error *err)
-{
-    static const char *const direct_lists[] = { "flapping_rows", "wrong_rows" };
-    static const char *const observed_lists[] = {
-        "wrong_rows", "wrong_not_predicted_overflow_list", "set_flapping_unexplained_list",
-    };
-    char field[512];
-    int status;
-    for (size_t i = 0; i < sizeof(direct_lists) / sizeof(direct_lists[0]); i++) {
-        snprintf(field, sizeof(field), "%s.%s", where, direct_lists[i]);
-        if ((status = add_row_list(cJSON_GetObjectItemCaseSensitive(backend, direct_lists[i]),
-                                   record, field, pairs, err)) < 0)
-            return status;
-    }
-    const cJSON *observed = cJSON_GetObjectItemCaseSensitive(backend, "predicted_vs_observed");
-    for (size_t i = 0; i < sizeof(observed_lists) / sizeof(observed_lists[0]); i++) {
-        snprintf(field, sizeof(field), "%s.predicted_vs_observed.%s", where, observed_lists[i]);
-        if ((status = add_row_list(cJSON_GetObjectItemCaseSensitive(observed, observed_lists[i]),
-                                   record, field, pairs, err)) < 0)
-            return status;
-    }
-    const cJSON *graph = cJSON_GetObjectItemCaseSensitive(backend, "graph");
-    snprintf(field, sizeof(field), "%s.graph.flapping_rows", where);
-    if ((status = add_row_list(cJSON_GetObjectItemCaseSensitive(graph, "flapping_rows"), record,
-                               field, pairs, err)) < 0)
-        return status;
-    const cJSON *batch = cJSON_GetObjectItemCaseSensitive(backend, "batch_invariance");
-    snprintf(field, sizeof(field), "%s.batch_invariance.dependent_rows", where);
-    return add_row_list(cJSON_GetObjectItemCaseSensitive(batch, "dependent_rows"), record, field,
-                        pairs, err);
+    return add_pair(context, record, row, err);
 }
 
 static int compare_u64(const void *x, const void *y)
@@ -195,117 +135,28 @@ static int compare_u64(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
-enum file_match { MATCH_NONE, MATCH_NAME, MATCH_EXACT };
-
-/* How a report record's "file" relates to the input: absent or the same path (or the same
- * file once resolved) is exact; the same file name in another directory is a weaker match,
- * used only when no record matches exactly (the run may have had another working directory). */
-static enum file_match match_file(const cJSON *file, const char *input, const char *input_real)
-{
-    if (!cJSON_IsString(file))
-        return MATCH_EXACT;
-    const char *path = file->valuestring;
-    if (strcmp(path, input) == 0)
-        return MATCH_EXACT;
-    char resolved[PATH_MAX];
-    if (input_real && realpath(path, resolved) && strcmp(resolved, input_real) == 0)
-        return MATCH_EXACT;
-    return strcmp(base_name(path), base_name(input)) == 0 ? MATCH_NAME : MATCH_NONE;
-}
-
+/* The rows the report names for the input (report_read.h), sorted, without repeats. */
 static int read_report(const struct extract_options *options, struct row_pairs *pairs,
                        struct audit_error *err)
 {
     cJSON *report = NULL;
-    char *input_real = realpath(options->input, NULL);
-    const char *name_match_file = NULL;
-    bool name_match_ambiguous = false, matched_any_record = false;
+    struct report_row_query query = {
+        .report_path = options->report,
+        .capture_path = options->input,
+        .backend = options->backend,
+        .add = add_named_row,
+        .context = pairs,
+    };
     int status = json_read_file(options->report, &report, err);
     if (status < 0)
-        goto done;
-    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(report, "schema");
-    if (!cJSON_IsObject(report) ||
-        (schema && (!cJSON_IsString(schema) || strcmp(schema->valuestring, REPORT_SCHEMA_NAME)))) {
-        status = audit_fail(err, AUDIT_EDATA, "%s: not a run report (schema is not \"%s\")",
-                            options->report, REPORT_SCHEMA_NAME);
-        goto done;
-    }
-    if (!schema)
-        fprintf(stderr, "dsatopk-audit extract: %s: no \"schema\" field; reading it as a run "
-                "report\n", options->report);
-    const cJSON *records = cJSON_GetObjectItemCaseSensitive(report, "records");
-    if (!cJSON_IsArray(records)) {
-        status = audit_fail(err, AUDIT_EDATA, "%s: no \"records\" array", options->report);
-        goto done;
-    }
-    /* Two passes: exact file matches first; file-name matches only if there were none. */
-    for (enum file_match wanted = MATCH_EXACT; wanted >= MATCH_NAME && pairs->count == 0;
-         wanted--) {
-        bool any_record = false;
-        int position = 0;
-        for (const cJSON *entry = records->child; entry; entry = entry->next, position++) {
-            const cJSON *file = cJSON_GetObjectItemCaseSensitive(entry, "file");
-            if (match_file(file, options->input, input_real) != wanted)
-                continue;
-            if (wanted == MATCH_NAME) {
-                if (name_match_file && strcmp(name_match_file, file->valuestring) != 0)
-                    name_match_ambiguous = true;
-                name_match_file = file->valuestring;
-            }
-            uint32_t index;
-            if (!exact_u32(cJSON_GetObjectItemCaseSensitive(entry, "index"), &index)) {
-                status = audit_fail(err, AUDIT_EDATA, "%s: records[%d]: no record \"index\"",
-                                    options->report, position);
-                goto done;
-            }
-            any_record = true;
-            matched_any_record = true;
-            const cJSON *backends = cJSON_GetObjectItemCaseSensitive(entry, "backends");
-            int backend_position = 0;
-            for (const cJSON *backend = backends ? backends->child : NULL; backend;
-                 backend = backend->next, backend_position++) {
-                const char *name = cJSON_GetStringValue(
-                    cJSON_GetObjectItemCaseSensitive(backend, "name"));
-                if (options->backend && (!name || strcmp(name, options->backend) != 0))
-                    continue;
-                char where[256];
-                snprintf(where, sizeof(where), "%s: records[%d].backends[%d]", options->report,
-                         position, backend_position);
-                if ((status = add_backend_rows(backend, index, where, pairs, err)) < 0)
-                    goto done;
-            }
-        }
-        if (any_record && pairs->count == 0)
-            break; /* the input's records are in the report; they just list no row */
-        if (wanted == MATCH_NAME && name_match_ambiguous) {
-            status = audit_fail(err, AUDIT_EDATA, "%s: no record names %s exactly and several "
-                                "files share its name: run extract from the directory `run` was "
-                                "started in", options->report, options->input);
-            goto done;
-        }
-    }
-    if (!matched_any_record) {
-        const cJSON *first_file =
-            records->child ? cJSON_GetObjectItemCaseSensitive(records->child, "file") : NULL;
-        status = audit_fail(err, AUDIT_EDATA, "%s has no record of %s (its first record is of %s): "
-                            "nothing to extract", options->report, options->input,
-                            cJSON_IsString(first_file) ? first_file->valuestring : "no file");
-        goto done;
-    }
-    if (pairs->count == 0) {
-        status = audit_fail(err, AUDIT_EDATA, "%s lists no flapping or wrong row%s%s for %s: "
-                            "nothing to extract", options->report,
-                            options->backend ? " of backend " : "",
-                            options->backend ? options->backend : "", options->input);
-        goto done;
-    }
-    if (pairs->count > 1) {
+        return status;
+    status = report_rows_named(report, &query, err);
+    if (query.schema_missing)
+        fprintf(stderr,
+                "dsatopk-audit extract: %s: no \"%s\" field; reading it as a run "
+                "report\n",
+                options->report, KEY_SCHEMA);
+    if (status == AUDIT_OK && pairs->count > 1) {
         /* Sort and drop duplicates (a row can flap on several backends). */
         uint64_t *p = pairs->pairs;
         qsort(p, pairs->count, sizeof(uint64_t), compare_u64);
@@ -315,8 +166,6 @@ static int read_report(const struct extract_options *options, struct row_pairs *
                 p[kept++] = p[i];
         pairs->count = kept;
     }
-done:
-    free(input_real);
     cJSON_Delete(report);
     return status;
 }
@@ -380,6 +229,50 @@ out_of_memory:
     cJSON_Delete(provenance);
     cJSON_Delete(metadata);
     return audit_fail(err, AUDIT_ENOMEM, "out of memory writing metadata");
+}
+
+/* Every row to keep must be in the record. */
+static int check_rows_exist(const struct extract_options *options,
+                            const struct capture_record *record, const uint32_t *rows, size_t count,
+                            struct audit_error *err)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (rows[i] < record->rows)
+            continue;
+        if (options->report)
+            return audit_fail(err, AUDIT_EDATA,
+                              "%s names row %" PRIu32 " of record %" PRIu32
+                              ", but that record of %s has %" PRIu32 " rows: the report does "
+                              "not describe this capture",
+                              options->report, rows[i], record->index, options->input,
+                              record->rows);
+        return audit_fail(err, AUDIT_EUSAGE,
+                          "--rows: row %" PRIu32 " is out of range: record %" PRIu32
+                          " of %s has %" PRIu32 " rows",
+                          rows[i], record->index, options->input, record->rows);
+    }
+    return AUDIT_OK;
+}
+
+/* Every record asked for (--records) or named by the report must exist. */
+static int check_records_exist(const struct extract_options *options, const uint32_t *record_list,
+                               size_t record_count, const struct row_pairs *report_rows,
+                               uint32_t records_seen, struct audit_error *err)
+{
+    if (record_list && record_list[record_count - 1] >= records_seen)
+        return audit_fail(err, AUDIT_EUSAGE,
+                          "--records: record %" PRIu32 " is out of range: %s "
+                          "has %" PRIu32 " records",
+                          record_list[record_count - 1], options->input, records_seen);
+    for (size_t i = 0; i < report_rows->count; i++) {
+        uint32_t named = (uint32_t)(report_rows->pairs[i] >> 32);
+        if (named >= records_seen)
+            return audit_fail(err, AUDIT_EDATA,
+                              "%s names record %" PRIu32 ", but %s has %" PRIu32
+                              " records: the report does not describe this capture",
+                              options->report, named, options->input, records_seen);
+    }
+    return AUDIT_OK;
 }
 
 static int extract(const struct extract_options *options, struct audit_error *err)
@@ -470,18 +363,7 @@ static int extract(const struct extract_options *options, struct audit_error *er
             capture_record_free(&record);
             continue;
         }
-        for (size_t i = 0; i < count; i++) {
-            if (rows[i] < record.rows)
-                continue;
-            if (options->report)
-                status = audit_fail(err, AUDIT_EDATA, "%s names row %" PRIu32 " of record %"
-                                    PRIu32 ", but that record of %s has %" PRIu32 " rows: the "
-                                    "report does not describe this capture", options->report,
-                                    rows[i], record.index, options->input, record.rows);
-            else
-                status = audit_fail(err, AUDIT_EUSAGE, "--rows: row %" PRIu32 " is out of range: "
-                                    "record %" PRIu32 " of %s has %" PRIu32 " rows", rows[i],
-                                    record.index, options->input, record.rows);
+        if ((status = check_rows_exist(options, &record, rows, count, err)) < 0) {
             capture_record_free(&record);
             goto done;
         }
@@ -504,22 +386,10 @@ static int extract(const struct extract_options *options, struct audit_error *er
         written_rows += count;
     }
 
-    /* Every record asked for must exist. */
-    if (record_list && record_list[record_count - 1] >= records_seen) {
-        status = audit_fail(err, AUDIT_EUSAGE, "--records: record %" PRIu32 " is out of range: %s "
-                            "has %" PRIu32 " records", record_list[record_count - 1],
-                            options->input, records_seen);
+    status =
+        check_records_exist(options, record_list, record_count, &report_rows, records_seen, err);
+    if (status < 0)
         goto done;
-    }
-    for (size_t i = 0; i < report_rows.count; i++) {
-        uint32_t named = (uint32_t)(report_rows.pairs[i] >> 32);
-        if (named < records_seen)
-            continue;
-        status = audit_fail(err, AUDIT_EDATA, "%s names record %" PRIu32 ", but %s has %" PRIu32
-                            " records: the report does not describe this capture",
-                            options->report, named, options->input, records_seen);
-        goto done;
-    }
     if (written_records == 0) {
         status = audit_fail(err, AUDIT_EDATA, "%s: nothing to extract (no chosen record lists a "
                             "row)", options->input);

@@ -1,6 +1,6 @@
 /* gate: compares reports from other GPUs, machines or drivers with a golden baseline, by the
  * level each backend claims, under an optional policy; prints what fails and why, writes a
- * JSON verdict (docs/GATE.md). The judging lives in src/gate/gate.c. */
+ * JSON verdict (docs/GATE.md). The judging lives in src/gate/ (gate.h). */
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -91,11 +91,11 @@ static int parse_options(int argc, char **argv, struct gate_command_options *opt
                          int *first_report)
 {
     static const struct option long_options[] = {
-        { "baseline", required_argument, NULL, OPTION_BASELINE },
-        { "policy", required_argument, NULL, OPTION_POLICY },
+        { KEY_BASELINE, required_argument, NULL, OPTION_BASELINE },
+        { KEY_POLICY, required_argument, NULL, OPTION_POLICY },
         { "out", required_argument, NULL, OPTION_OUT },
         { "format", required_argument, NULL, OPTION_FORMAT },
-        { "now", required_argument, NULL, OPTION_NOW },
+        { KEY_NOW, required_argument, NULL, OPTION_NOW },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -166,11 +166,11 @@ static void print_rows(FILE *out, const cJSON *rows)
             fprintf(out, " ... (%d listed in the verdict)", count);
             break;
         }
-        fprintf(out, " %.0f (%s", number_of(row, "row"), string_of(row, "why", "?"));
-        if (cJSON_GetObjectItemCaseSensitive(row, "device_index"))
-            fprintf(out, ", device %.0f", number_of(row, "device_index"));
-        if (cJSON_GetObjectItemCaseSensitive(row, "reps_differing"))
-            fprintf(out, ", %.0f reps", number_of(row, "reps_differing"));
+        fprintf(out, " %.0f (%s", number_of(row, KEY_ROW), string_of(row, KEY_WHY, "?"));
+        if (cJSON_GetObjectItemCaseSensitive(row, KEY_DEVICE_INDEX))
+            fprintf(out, ", device %.0f", number_of(row, KEY_DEVICE_INDEX));
+        if (cJSON_GetObjectItemCaseSensitive(row, KEY_REPS_DIFFERING))
+            fprintf(out, ", %.0f reps", number_of(row, KEY_REPS_DIFFERING));
         fprintf(out, ")");
     }
     fprintf(out, "\n");
@@ -178,22 +178,23 @@ static void print_rows(FILE *out, const cJSON *rows)
 
 static void print_entry(FILE *out, const cJSON *entry)
 {
-    const char *status = string_of(entry, "status", "?");
+    const char *status = string_of(entry, KEY_STATUS, "?");
     char where[64], label[16];
-    const char *file = string_of(entry, "file", "?");
+    const char *file = string_of(entry, KEY_FILE, "?");
     const char *slash = strrchr(file, '/');
-    snprintf(where, sizeof(where), "%s:%.0f", slash ? slash + 1 : file, number_of(entry, "index"));
+    snprintf(where, sizeof(where), "%s:%.0f", slash ? slash + 1 : file,
+             number_of(entry, KEY_INDEX));
     size_t i = 0;
     for (; status[i] && i + 1 < sizeof(label); i++)
         label[i] = (char)(status[i] >= 'a' && status[i] <= 'z' ? status[i] - 32 : status[i]);
     label[i] = '\0';
-    const cJSON *reasons = cJSON_GetObjectItemCaseSensitive(entry, "reasons");
-    const cJSON *tolerated_by = cJSON_GetObjectItemCaseSensitive(entry, "tolerated_by");
-    fprintf(out, "  %-10s %-24s %-13s %-14s", label, where, string_of(entry, "backend", "?"),
-            string_of(entry, "level", "?"));
+    const cJSON *reasons = cJSON_GetObjectItemCaseSensitive(entry, KEY_REASONS);
+    const cJSON *tolerated_by = cJSON_GetObjectItemCaseSensitive(entry, KEY_TOLERATED_BY);
+    fprintf(out, "  %-10s %-24s %-13s %-14s", label, where, string_of(entry, KEY_BACKEND, "?"),
+            string_of(entry, KEY_LEVEL, "?"));
     if (cJSON_IsObject(tolerated_by))
-        fprintf(out, " tolerated by %s: \"%s\"\n  %-64s", string_of(tolerated_by, "rule", "?"),
-                string_of(tolerated_by, "reason", ""), "");
+        fprintf(out, " tolerated by %s: \"%s\"\n  %-64s", string_of(tolerated_by, KEY_RULE, "?"),
+                string_of(tolerated_by, KEY_REASON, ""), "");
     int shown = 0;
     const cJSON *reason;
     cJSON_ArrayForEach(reason, reasons) {
@@ -209,59 +210,68 @@ static void print_entry(FILE *out, const cJSON *entry)
         fprintf(out, "\n");
     shown = 0;
     const cJSON *note;
-    cJSON_ArrayForEach(note, cJSON_GetObjectItemCaseSensitive(entry, "notes")) {
+    cJSON_ArrayForEach(note, cJSON_GetObjectItemCaseSensitive(entry, KEY_NOTES)) {
         if (shown++ == GATE_TABLE_REASONS)
             break;
         fprintf(out, "  %-64s note: %s\n", "", note->valuestring);
     }
-    print_rows(out, cJSON_GetObjectItemCaseSensitive(entry, "rows"));
+    print_rows(out, cJSON_GetObjectItemCaseSensitive(entry, KEY_ROWS));
 }
 
 static void print_table(FILE *out, const cJSON *verdict, const char *verdict_path)
 {
-    const cJSON *context = cJSON_GetObjectItemCaseSensitive(verdict, "context");
-    const cJSON *baseline = cJSON_GetObjectItemCaseSensitive(context, "baseline");
-    const cJSON *policy = cJSON_GetObjectItemCaseSensitive(context, "policy");
-    fprintf(out, "# baseline %s (%s, %s, %s)", string_of(baseline, "path", "?"),
-            string_of(baseline, "host", "unknown host"),
-            string_of(baseline, "device", "no device"), string_of(baseline, "utc_time", "?"));
+    const cJSON *context = cJSON_GetObjectItemCaseSensitive(verdict, KEY_CONTEXT);
+    const cJSON *baseline = cJSON_GetObjectItemCaseSensitive(context, KEY_BASELINE);
+    const cJSON *policy = cJSON_GetObjectItemCaseSensitive(context, KEY_POLICY);
+    fprintf(out, "# baseline %s (%s, %s, %s)", string_of(baseline, KEY_PATH, "?"),
+            string_of(baseline, KEY_HOST, "unknown host"),
+            string_of(baseline, KEY_DEVICE, "no device"), string_of(baseline, KEY_UTC_TIME, "?"));
     if (cJSON_IsObject(policy))
-        fprintf(out, "; policy %s (%.0f rule(s))", string_of(policy, "path", "?"),
-                number_of(policy, "rules"));
+        fprintf(out, "; policy %s (%.0f rule(s))", string_of(policy, KEY_PATH, "?"),
+                number_of(policy, KEY_RULES));
     fprintf(out, "\n");
     const cJSON *report;
-    cJSON_ArrayForEach(report, cJSON_GetObjectItemCaseSensitive(verdict, "reports")) {
-        const cJSON *summary = cJSON_GetObjectItemCaseSensitive(report, "summary");
-        fprintf(out, "# report %s (%s, %s, %s): %.0f entries: %.0f pass, %.0f fail, "
-                     "%.0f tolerated, %.0f missing\n",
-                string_of(report, "path", "?"), string_of(report, "host", "unknown host"),
-                string_of(report, "device", "no device"), string_of(report, "utc_time", "?"),
-                number_of(summary, "entries"), number_of(summary, "pass"),
-                number_of(summary, "fail"), number_of(summary, "tolerated"),
-                number_of(summary, "missing"));
+    cJSON_ArrayForEach(report, cJSON_GetObjectItemCaseSensitive(verdict, KEY_REPORTS)) {
+        const cJSON *summary = cJSON_GetObjectItemCaseSensitive(report, KEY_SUMMARY);
+        fprintf(out,
+                "# report %s (%s, %s, %s): %.0f entries: %.0f pass, %.0f fail, "
+                "%.0f tolerated, %.0f missing\n",
+                string_of(report, KEY_PATH, "?"), string_of(report, KEY_HOST, "unknown host"),
+                string_of(report, KEY_DEVICE, "no device"), string_of(report, KEY_UTC_TIME, "?"),
+                number_of(summary, KEY_ENTRIES), number_of(summary, gate_status_name(GATE_PASS)),
+                number_of(summary, gate_status_name(GATE_FAIL)),
+                number_of(summary, gate_status_name(GATE_TOLERATED)),
+                number_of(summary, gate_status_name(GATE_MISSING)));
         const cJSON *reason;
-        cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(report, "report_reasons"))
+        cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(report, KEY_REPORT_REASONS))
             fprintf(out, "  %-10s %s\n", "REPORT", reason->valuestring);
-        cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(report, "report_notes"))
+        cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(report, KEY_REPORT_NOTES))
             fprintf(out, "  %-10s %s (allowed by the policy)\n", "NOTE", reason->valuestring);
         const cJSON *entry;
-        cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(report, "entries"))
-            if (strcmp(string_of(entry, "status", "pass"), "pass") != 0)
+        cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(report, KEY_ENTRIES))
+            if (strcmp(string_of(entry, KEY_STATUS, gate_status_name(GATE_PASS)),
+                       gate_status_name(GATE_PASS)) != 0)
                 print_entry(out, entry);
     }
     const cJSON *unused;
-    cJSON_ArrayForEach(unused, cJSON_GetObjectItemCaseSensitive(verdict, "unused_tolerances"))
-        fprintf(out, "# note: %s tolerated nothing (\"%s\"): the failure is gone, or the entry "
-                     "does not match\n",
-                string_of(unused, "rule", "?"), string_of(unused, "reason", ""));
-    const cJSON *summary = cJSON_GetObjectItemCaseSensitive(verdict, "summary");
-    fprintf(out, "# gate %s: %.0f fail, %.0f tolerated, %.0f missing, %.0f pass of %.0f entries in "
-                 "%.0f report(s); %.0f report(s) failing as a whole\n",
-            strcmp(string_of(summary, "verdict", "fail"), "pass") == 0 ? "PASS" : "FAIL",
-            number_of(summary, "fail"), number_of(summary, "tolerated"),
-            number_of(summary, "missing"), number_of(summary, "pass"),
-            number_of(summary, "entries"), number_of(summary, "reports"),
-            number_of(summary, "failing_reports"));
+    cJSON_ArrayForEach(unused, cJSON_GetObjectItemCaseSensitive(verdict, KEY_UNUSED_TOLERANCES))
+        fprintf(out,
+                "# note: %s tolerated nothing (\"%s\"): the failure is gone, or the entry "
+                "does not match\n",
+                string_of(unused, KEY_RULE, "?"), string_of(unused, KEY_REASON, ""));
+    const cJSON *summary = cJSON_GetObjectItemCaseSensitive(verdict, KEY_SUMMARY);
+    fprintf(out,
+            "# gate %s: %.0f fail, %.0f tolerated, %.0f missing, %.0f pass of %.0f entries in "
+            "%.0f report(s); %.0f report(s) failing as a whole\n",
+            strcmp(string_of(summary, KEY_VERDICT, gate_status_name(GATE_FAIL)),
+                   gate_status_name(GATE_PASS)) == 0
+                ? "PASS"
+                : "FAIL",
+            number_of(summary, gate_status_name(GATE_FAIL)),
+            number_of(summary, gate_status_name(GATE_TOLERATED)),
+            number_of(summary, gate_status_name(GATE_MISSING)),
+            number_of(summary, gate_status_name(GATE_PASS)), number_of(summary, KEY_ENTRIES),
+            number_of(summary, KEY_REPORTS), number_of(summary, KEY_FAILING_REPORTS));
     if (verdict_path)
         fprintf(out, "# verdict: %s\n", verdict_path);
 }
@@ -275,20 +285,20 @@ static cJSON *gate_context(void)
     cJSON *context = cJSON_CreateObject();
     if (!context)
         return NULL;
-    cJSON_AddStringToObject(context, "tool_version", DSATOPK_VERSION);
-    cJSON_AddStringToObject(context, "git_revision", DSATOPK_GIT_REVISION);
-    cJSON_AddStringToObject(context, "version_string", cli_version());
-    cJSON_AddStringToObject(context, "command_line", cli_command_line());
-    cJSON_AddStringToObject(context, "utc_time", clock.utc_time);
-    cJSON_AddStringToObject(context, "host", clock.host);
+    cJSON_AddStringToObject(context, KEY_TOOL_VERSION, DSATOPK_VERSION);
+    cJSON_AddStringToObject(context, KEY_GIT_REVISION, DSATOPK_GIT_REVISION);
+    cJSON_AddStringToObject(context, KEY_VERSION_STRING, cli_version());
+    cJSON_AddStringToObject(context, KEY_COMMAND_LINE, cli_command_line());
+    cJSON_AddStringToObject(context, KEY_UTC_TIME, clock.utc_time);
+    cJSON_AddStringToObject(context, KEY_HOST, clock.host);
     return context;
 }
 
 static int run_gate(int argc, char **argv)
 {
     struct gate_command_options options = { 0 };
-    struct gate_document baseline = { 0 };
-    struct gate_document *reports = NULL;
+    struct report_document baseline = { 0 };
+    struct report_document *reports = NULL;
     struct gate_policy policy;
     struct gate_options gate_options = { { 0 } };
     struct gate_counts counts;
@@ -302,7 +312,7 @@ static int run_gate(int argc, char **argv)
         return exit_code;
     snprintf(gate_options.now, sizeof(gate_options.now), "%s", options.now);
 
-    if (gate_document_load(&baseline, options.baseline_path, &err) < 0)
+    if (report_document_load(&baseline, options.baseline_path, &err) < 0)
         goto failed;
     if (options.policy_path && gate_policy_load(&policy, options.policy_path, &err) < 0)
         goto failed;
@@ -312,7 +322,7 @@ static int run_gate(int argc, char **argv)
         goto failed;
     }
     for (int i = first_report; i < argc; i++) {
-        if (gate_document_load(&reports[report_count], argv[i], &err) < 0)
+        if (report_document_load(&reports[report_count], argv[i], &err) < 0)
             goto failed;
         report_count++;
     }
@@ -324,7 +334,7 @@ static int run_gate(int argc, char **argv)
     if (gate_verdict(&baseline, reports, report_count, &policy, &gate_options, context, &verdict,
                      &counts, &err) < 0)
         goto failed;
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(verdict, "exit_code");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(verdict, KEY_EXIT_CODE);
     exit_code = cJSON_IsNumber(code) ? (int)code->valuedouble : EXIT_AUDIT_FAILED;
     const bool verdict_on_stdout = strcmp(options.out_path, "-") == 0;
     if (json_write_file(options.out_path, verdict, &err) < 0)
@@ -340,9 +350,9 @@ done:
     cJSON_Delete(verdict);
     cJSON_Delete(context);
     for (size_t i = 0; i < report_count; i++)
-        gate_document_release(&reports[i]);
+        report_document_release(&reports[i]);
     free(reports);
-    gate_document_release(&baseline);
+    report_document_release(&baseline);
     gate_policy_release(&policy);
     return exit_code;
 }

@@ -1,5 +1,5 @@
 /* merge: joins the shard reports of `run --shard I/N` into one report (docs/REPORT.md
- * "Sharding"). The joining lives in src/gate/gate.c (gate_merge_reports). */
+ * "Sharding"). The joining lives in src/gate/gate_merge.c (gate_merge_reports). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,15 +81,15 @@ static int run_merge(int argc, char **argv)
     if (json_write_file(out_path, merged, &err) < 0)
         goto failed;
     if (missing) {
-        const cJSON *reason = cJSON_GetObjectItemCaseSensitive(merged, "stop_reason");
+        const cJSON *reason = cJSON_GetObjectItemCaseSensitive(merged, KEY_STOP_REASON);
         fprintf(stderr, "dsatopk-audit merge: warning: %s; the merged report is incomplete\n",
                 cJSON_IsString(reason) ? reason->valuestring : "shards missing");
     }
     if (!quiet) {
-        const cJSON *summary = cJSON_GetObjectItemCaseSensitive(merged, "summary");
-        const cJSON *records = cJSON_GetObjectItemCaseSensitive(summary, "records");
-        const cJSON *fail = cJSON_GetObjectItemCaseSensitive(summary, "backends_fail");
-        const cJSON *input_errors = cJSON_GetObjectItemCaseSensitive(summary, "input_errors");
+        const cJSON *summary = cJSON_GetObjectItemCaseSensitive(merged, KEY_SUMMARY);
+        const cJSON *records = cJSON_GetObjectItemCaseSensitive(summary, KEY_RECORDS);
+        const cJSON *fail = cJSON_GetObjectItemCaseSensitive(summary, KEY_BACKENDS_FAIL);
+        const cJSON *input_errors = cJSON_GetObjectItemCaseSensitive(summary, KEY_INPUT_ERRORS);
         fprintf(strcmp(out_path, "-") == 0 ? stderr : stdout,
                 "# merged %zu shard report(s): %.0f record(s), %.0f failing backend run(s), "
                 "%.0f input error(s)%s%s\n",

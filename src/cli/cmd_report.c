@@ -1,5 +1,5 @@
 /* report: renders a run report (and optionally a gate verdict) as one self-contained HTML page.
- * The drawing lives in src/report/html_report.c; this file reads and checks the inputs and maps errors
+ * The drawing lives in src/report/html_*.c; this file reads and checks the inputs and maps errors
  * to exit codes. */
 #include <getopt.h>
 #include <stdbool.h>
@@ -13,9 +13,7 @@
 #include "error.h"
 #include "html_report.h"
 #include "json_util.h"
-#include "report.h"
-
-#define GATE_VERDICT_SCHEMA "dsatopk-audit/gate"
+#include "report_keys.h"
 
 static const char report_usage[] =
     "usage: dsatopk-audit report [--gate VERDICT.json] [-o FILE] REPORT.json\n"
@@ -103,7 +101,7 @@ static int read_document(const char *path, const char *schema, cJSON **json_out,
         return audit_fail(err, AUDIT_EDATA, "%s: not a JSON object (expected a %s document)", path,
                           schema);
     }
-    const cJSON *found = cJSON_GetObjectItemCaseSensitive(json, "schema");
+    const cJSON *found = cJSON_GetObjectItemCaseSensitive(json, KEY_SCHEMA);
     if (cJSON_IsString(found) && strcmp(found->valuestring, schema) != 0) {
         audit_fail(err, AUDIT_EDATA, "%s: schema \"%.200s\" is not %s", path, found->valuestring,
                    schema);
@@ -133,7 +131,7 @@ static int run_report(int argc, char **argv)
 
     int status = read_document(options.report_path, REPORT_SCHEMA, &report, &err);
     if (status == AUDIT_OK && options.gate_path)
-        status = read_document(options.gate_path, GATE_VERDICT_SCHEMA, &verdict, &err);
+        status = read_document(options.gate_path, GATE_SCHEMA, &verdict, &err);
     if (status == AUDIT_OK)
         status = html_report_write(options.output_path, report, verdict, &err);
     if (status != AUDIT_OK)

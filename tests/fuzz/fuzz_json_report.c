@@ -1,12 +1,13 @@
 /* libFuzzer harness: the JSON readers. Input: one mode byte, then a JSON document, handed over
  * as an in-memory file.
  *   mode % 7 == 0: json_read_file (src/common/json_util.c), the reader behind every JSON input
- *   mode % 7 == 1: the run-report reader of `extract --from-report` (src/cli/cmd_extract.c), through
- *                  the command line on the fixture capture a.bin; mode bit 3 adds --backend
+ *   mode % 7 == 1: the run-report reader of `extract --from-report` (report_rows_named,
+ *                  src/report/report_read.c), through the command line on the fixture capture
+ *                  a.bin; mode bit 3 adds --backend
  *   mode % 7 == 2: `import --metadata @FILE` (src/cli/cmd_import.c), the metadata object reader
- *   mode % 7 == 3: gate_document_load (src/gate/gate.c), a report or a baseline; a report that loads
- *                  is judged against itself and its baseline subset must load again; a baseline
- *                  that loads judges the fixture report
+ *   mode % 7 == 3: report_document_load (src/report/report_read.c), a report or a baseline; a
+ *                  report that loads is judged against itself and its baseline subset must load
+ *                  again; a baseline that loads judges the fixture report
  *   mode % 7 == 4: gate_policy_load; a policy that loads judges the fixture report
  *   mode % 7 == 5: gate_merge_reports of the document alone and twice (overlapping shards)
  *   mode % 7 == 6: the `gate` command: the document as the report against the fixture report
@@ -29,12 +30,13 @@
 #include "gate.h"
 #include "hash.h"
 #include "json_util.h"
+#include "report.h"
 
 static struct fuzz_file document;
 static char metadata_argument[80];
 
 /* The fixture report (report.json of the scratch directory), loaded. */
-static struct gate_document fixture_report;
+static struct report_document fixture_report;
 static const struct gate_options gate_now = { .now = "2026-11-29T12:00:00Z" };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -49,7 +51,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     fuzz_silence_stdout();
     struct audit_error err = { 0 };
     cJSON *root = cJSON_Parse(fuzz_cli_report_text);
-    if (!root || gate_document_parse(&fixture_report, "fixture-report.json", root, &err) < 0)
+    if (!root || report_document_parse(&fixture_report, "fixture-report.json", root, &err) < 0)
         fuzz_violation("harness setup: the fixture report does not load: %s", err.message);
     return 0;
 }
@@ -111,38 +113,38 @@ static void read_plain(void)
 
 static void read_gate_document(void)
 {
-    struct gate_document loaded;
+    struct report_document loaded;
     struct gate_policy policy;
     struct gate_counts counts = { 0 };
     struct audit_error err = { 0 };
-    int status = gate_document_load(&loaded, document.path, &err);
+    int status = report_document_load(&loaded, document.path, &err);
     if (fuzz_verbose())
-        fprintf(stderr, "gate_document_load: %d %s\n", status, err.message);
+        fprintf(stderr, "report_document_load: %d %s\n", status, err.message);
     if (status < 0) {
-        expect_clean_refusal("gate_document_load", status, &err);
-        gate_document_release(&loaded);
+        expect_clean_refusal("report_document_load", status, &err);
+        report_document_release(&loaded);
         return;
     }
     gate_policy_init(&policy);
     /* A baseline is judged against as a baseline; a report both ways. */
-    const struct gate_document *report = loaded.is_baseline ? &fixture_report : &loaded;
+    const struct report_document *report = loaded.is_baseline ? &fixture_report : &loaded;
     cJSON *verdict = gate_judge_report(&loaded, report, &policy, &gate_now, &counts);
     if (!verdict)
         fuzz_violation("gate_judge_report with a loaded document failed");
     cJSON_Delete(verdict);
     if (!loaded.is_baseline) {
-        cJSON_Delete(gate_report_summary(cJSON_GetObjectItemCaseSensitive(loaded.root, "records"),
+        cJSON_Delete(report_summary_json(cJSON_GetObjectItemCaseSensitive(loaded.root, "records"),
                                          loaded.input_errors));
         cJSON *baseline = NULL;
         if (gate_baseline_from_report(loaded.root, document.path, &baseline, &err) == 0) {
-            struct gate_document reloaded;
-            if (gate_document_parse(&reloaded, "baseline-of-fuzz.json", baseline, &err) < 0)
+            struct report_document reloaded;
+            if (report_document_parse(&reloaded, "baseline-of-fuzz.json", baseline, &err) < 0)
                 fuzz_violation("the baseline of a loaded report does not load: %s", err.message);
-            gate_document_release(&reloaded);
+            report_document_release(&reloaded);
         }
     }
     gate_policy_release(&policy);
-    gate_document_release(&loaded);
+    report_document_release(&loaded);
 }
 
 static void read_gate_policy(void)
