@@ -154,25 +154,26 @@ static void print_device_table(FILE *out, const cJSON *device, const cJSON *quer
 {
     char driver[16], runtime[16];
     const cJSON *backend;
-    version_text((int)number_of(device, "driver_version"), driver, sizeof(driver));
-    version_text((int)number_of(device, "runtime_version"), runtime, sizeof(runtime));
+    version_text((int)number_of(device, KEY_DRIVER_VERSION), driver, sizeof(driver));
+    version_text((int)number_of(device, KEY_RUNTIME_VERSION), runtime, sizeof(runtime));
     if (bool_of(device, "described"))
-        fprintf(out, "\ndescribed device: %s\n", string_of(device, "name"));
+        fprintf(out, "\ndescribed device: %s\n", string_of(device, KEY_NAME));
     else
-        fprintf(out, "\ndevice %.0f: %s\n", number_of(device, "ordinal"), string_of(device, "name"));
-    fprintf(out, "  compute capability     %s\n", string_of(device, "compute_capability"));
-    fprintf(out, "  SMs                    %.0f\n", number_of(device, "sm_count"));
-    if (bool_of(device, "smem_emulated"))
+        fprintf(out, "\ndevice %.0f: %s\n", number_of(device, KEY_ORDINAL),
+                string_of(device, KEY_NAME));
+    fprintf(out, "  compute capability     %s\n", string_of(device, KEY_COMPUTE_CAPABILITY));
+    fprintf(out, "  SMs                    %.0f\n", number_of(device, KEY_SM_COUNT));
+    if (bool_of(device, KEY_SMEM_EMULATED))
         fprintf(out, "  shared memory per SM   %.0f B emulated (reported %.0f B)\n",
                 number_of(device, "smem_per_sm"), number_of(device, "reported_smem_per_sm"));
     else
         fprintf(out, "  shared memory per SM   %.0f B\n", number_of(device, "smem_per_sm"));
     fprintf(out, "  per block (opt-in)     %.0f B%s\n", number_of(device, "smem_per_block_optin"),
-            bool_of(device, "smem_emulated") ? " emulated" : "");
-    fprintf(out, "  L2 cache               %.0f B\n", number_of(device, "l2_bytes"));
+            bool_of(device, KEY_SMEM_EMULATED) ? " emulated" : "");
+    fprintf(out, "  L2 cache               %.0f B\n", number_of(device, KEY_L2_BYTES));
     fprintf(out, "  global memory          %.0f B (%.1f GiB)\n",
-            number_of(device, "global_memory_bytes"),
-            number_of(device, "global_memory_bytes") / (1024.0 * 1024.0 * 1024.0));
+            number_of(device, KEY_GLOBAL_MEMORY_BYTES),
+            number_of(device, KEY_GLOBAL_MEMORY_BYTES) / (1024.0 * 1024.0 * 1024.0));
     fprintf(out, "  driver / runtime       %s / %s\n", driver, runtime);
     const cJSON *fit = cJSON_GetObjectItemCaseSensitive(device, "clusters_at_once");
     if (cJSON_IsArray(fit)) {
@@ -185,14 +186,14 @@ static void print_device_table(FILE *out, const cJSON *device, const cJSON *quer
         fprintf(out, "\n");
     }
     fprintf(out, "  decisions at length %.0f, %.0f row(s) per call:\n",
-            number_of(query, "length"), number_of(query, "rows"));
-    cJSON_ArrayForEach(backend, cJSON_GetObjectItemCaseSensitive(device, "backends")) {
+            number_of(query, "length"), number_of(query, KEY_ROWS));
+    cJSON_ArrayForEach(backend, cJSON_GetObjectItemCaseSensitive(device, KEY_BACKENDS)) {
         const cJSON *decision;
-        fprintf(out, "    %s (%s)\n", string_of(backend, "name"), string_of(backend, "level"));
+        fprintf(out, "    %s (%s)\n", string_of(backend, KEY_NAME), string_of(backend, KEY_LEVEL));
         cJSON_ArrayForEach(decision, cJSON_GetObjectItemCaseSensitive(backend, "decisions")) {
             char k_text[32];
-            const char *reason = string_of(decision, "reason");
-            snprintf(k_text, sizeof(k_text), "k=%.0f", number_of(decision, "k"));
+            const char *reason = string_of(decision, KEY_REASON);
+            snprintf(k_text, sizeof(k_text), "k=%.0f", number_of(decision, KEY_K));
             fprintf(out, "      %-8s %-13s %s\n", k_text,
                     bool_of(decision, "supported") ? "supported" : "NOT supported", reason);
         }
@@ -205,8 +206,8 @@ static void print_table(FILE *out, const cJSON *document)
     const cJSON *query = cJSON_GetObjectItemCaseSensitive(document, "query");
     const cJSON *item;
     char driver[16], runtime[16];
-    version_text((int)number_of(cuda, "driver_version"), driver, sizeof(driver));
-    version_text((int)number_of(cuda, "runtime_version"), runtime, sizeof(runtime));
+    version_text((int)number_of(cuda, KEY_DRIVER_VERSION), driver, sizeof(driver));
+    version_text((int)number_of(cuda, KEY_RUNTIME_VERSION), runtime, sizeof(runtime));
     if (number_of(cuda, "device_count") == 0)
         fprintf(out, "no CUDA device: %s\n", string_of(cuda, "no_device_reason"));
     else
@@ -214,21 +215,21 @@ static void print_table(FILE *out, const cJSON *document)
     fprintf(out, "driver %s, runtime %s\n", driver, runtime);
 
     fprintf(out, "\nbackends:\n");
-    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(document, "backends")) {
-        fprintf(out, "  %-13s %-15s %s\n", string_of(item, "name"), string_of(item, "level"),
-                string_of(item, "summary"));
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(document, KEY_BACKENDS)) {
+        fprintf(out, "  %-13s %-15s %s\n", string_of(item, KEY_NAME), string_of(item, KEY_LEVEL),
+                string_of(item, KEY_SUMMARY));
         fprintf(out, "  %-13s %-15s promises:%s%s%s%s%s\n", "", "",
-                bool_of(item, "exact_set") ? " exact_set" : "",
-                bool_of(item, "smallest_index_ties") ? " smallest_index_ties" : "",
-                bool_of(item, "canonical_order") ? " canonical_order" : "",
-                bool_of(item, "index_ascending") ? " index_ascending" : "",
-                !bool_of(item, "exact_set") && !bool_of(item, "smallest_index_ties") &&
-                        !bool_of(item, "canonical_order") && !bool_of(item, "index_ascending")
+                bool_of(item, KEY_EXACT_SET) ? " exact_set" : "",
+                bool_of(item, KEY_SMALLEST_INDEX_TIES) ? " smallest_index_ties" : "",
+                bool_of(item, KEY_CANONICAL_ORDER) ? " canonical_order" : "",
+                bool_of(item, KEY_INDEX_ASCENDING) ? " index_ascending" : "",
+                !bool_of(item, KEY_EXACT_SET) && !bool_of(item, KEY_SMALLEST_INDEX_TIES) &&
+                        !bool_of(item, KEY_CANONICAL_ORDER) && !bool_of(item, KEY_INDEX_ASCENDING)
                     ? " none"
                     : "");
         fprintf(out, "  %-13s %-15s limits: %s\n", "", "", string_of(item, "limits"));
     }
-    const cJSON *devices = cJSON_GetObjectItemCaseSensitive(document, "devices");
+    const cJSON *devices = cJSON_GetObjectItemCaseSensitive(document, KEY_DEVICES);
     if (number_of(cuda, "device_count") == 0) {
         if (cJSON_GetArraySize(devices) > 0)
             fprintf(out, "\nno GPU here: the decisions below are for a described H200-like device "

@@ -33,12 +33,12 @@ static bool add_string_or_null(cJSON *object, const char *name, const char *valu
 
 int document_context_add(cJSON *object, const struct document_context *context)
 {
-    if (!object || !add_string_or_null(object, "tool_version", context->tool_version) ||
-        !add_string_or_null(object, "git_revision", context->git_revision) ||
-        !add_string_or_null(object, "version_string", context->version_string) ||
-        !add_string_or_null(object, "command_line", context->command_line) ||
-        !add_string_or_null(object, "utc_time", context->utc_time) ||
-        !add_string_or_null(object, "host", context->host))
+    if (!object || !add_string_or_null(object, KEY_TOOL_VERSION, context->tool_version) ||
+        !add_string_or_null(object, KEY_GIT_REVISION, context->git_revision) ||
+        !add_string_or_null(object, KEY_VERSION_STRING, context->version_string) ||
+        !add_string_or_null(object, KEY_COMMAND_LINE, context->command_line) ||
+        !add_string_or_null(object, KEY_UTC_TIME, context->utc_time) ||
+        !add_string_or_null(object, KEY_HOST, context->host))
         return AUDIT_ENOMEM;
     return AUDIT_OK;
 }
@@ -58,13 +58,13 @@ cJSON *document_begin(const char *schema, int schema_version,
 {
     cJSON *document = cJSON_CreateObject();
     cJSON *context_object = document_context_json(context);
-    if (!document || !context_object || !cJSON_AddStringToObject(document, "schema", schema) ||
-        !cJSON_AddNumberToObject(document, "schema_version", schema_version)) {
+    if (!document || !context_object || !cJSON_AddStringToObject(document, KEY_SCHEMA, schema) ||
+        !cJSON_AddNumberToObject(document, KEY_SCHEMA_VERSION, schema_version)) {
         cJSON_Delete(document);
         cJSON_Delete(context_object);
         return NULL;
     }
-    cJSON_AddItemToObject(document, "context", context_object);
+    cJSON_AddItemToObject(document, KEY_CONTEXT, context_object);
     if (context_json)
         *context_json = context_object;
     return document;

@@ -13,6 +13,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "document_keys.h"
+
 struct document_context {
     const char *tool_version;   /* the project version, "0.1.0" */
     const char *git_revision;   /* "g1a2b3c4", or what the build found instead */

@@ -14,12 +14,12 @@ cJSON *diff_json_begin(const struct document_context *context, const char *path_
         cJSON_AddStringToObject(inputs, "b", path_b);
     }
     if (k_override)
-        json_add_u64(document, "k_override", k_override);
+        json_add_u64(document, KEY_K_OVERRIDE, k_override);
     else
-        cJSON_AddNullToObject(document, "k_override");
+        cJSON_AddNullToObject(document, KEY_K_OVERRIDE);
     /* Key order: context, mismatches, input errors, summary, records. */
     if (!inputs || !cJSON_AddArrayToObject(document, "mismatches") ||
-        !cJSON_AddArrayToObject(document, "input_errors")) {
+        !cJSON_AddArrayToObject(document, KEY_INPUT_ERRORS)) {
         cJSON_Delete(document);
         return NULL;
     }
@@ -43,7 +43,7 @@ int diff_json_add_mismatch(cJSON *document, const char *message)
 
 int diff_json_add_input_error(cJSON *document, const char *message)
 {
-    return add_message(cJSON_GetObjectItemCaseSensitive(document, "input_errors"), message);
+    return add_message(cJSON_GetObjectItemCaseSensitive(document, KEY_INPUT_ERRORS), message);
 }
 
 static cJSON *row_json(const struct diff_row *row)
@@ -51,7 +51,7 @@ static cJSON *row_json(const struct diff_row *row)
     cJSON *json = cJSON_CreateObject();
     if (!json)
         return NULL;
-    json_add_u64(json, "row", row->row);
+    json_add_u64(json, KEY_ROW, row->row);
     cJSON_AddStringToObject(json, "case", diff_case_name(row->diff_case));
     cJSON_AddStringToObject(json, "attribution",
                             diff_attribution_name(diff_case_attribution(row->diff_case)));
@@ -111,10 +111,10 @@ int diff_json_add_record(cJSON *records, const struct diff_record_result *result
         cJSON_Delete(json);
         return AUDIT_ENOMEM;
     }
-    json_add_u64(json, "index", result->index);
+    json_add_u64(json, KEY_INDEX, result->index);
     json_add_u64(json, "rows_a", result->rows_a);
     json_add_u64(json, "rows_b", result->rows_b);
-    json_add_u64(json, "k", result->k);
+    json_add_u64(json, KEY_K, result->k);
     json_add_u64(json, "record_k_a", result->record_k_a);
     json_add_u64(json, "record_k_b", result->record_k_b);
     json_add_hex(json, "payload_sha256_a", result->payload_sha256_a,
@@ -148,7 +148,7 @@ int diff_json_add_record(cJSON *records, const struct diff_record_result *result
 
 int diff_json_finish(cJSON *document, const struct diff_totals *totals, cJSON *records)
 {
-    cJSON *summary = cJSON_AddObjectToObject(document, "summary");
+    cJSON *summary = cJSON_AddObjectToObject(document, KEY_SUMMARY);
     if (summary) {
         json_add_u64(summary, "records_compared", totals->records);
         json_add_u64(summary, "rows_compared", totals->rows);
@@ -167,6 +167,6 @@ int diff_json_finish(cJSON *document, const struct diff_totals *totals, cJSON *r
         cJSON_AddBoolToObject(summary, "mismatch", totals->mismatch);
         cJSON_AddBoolToObject(summary, "input_error", totals->input_error);
     }
-    cJSON_AddItemToObject(document, "records", records);
+    cJSON_AddItemToObject(document, KEY_RECORDS, records);
     return summary ? AUDIT_OK : AUDIT_ENOMEM;
 }
