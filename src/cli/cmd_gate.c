@@ -11,11 +11,10 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "document_context.h"
 #include "error.h"
 #include "gate.h"
 #include "json_util.h"
-#include "report.h"
-#include "version.h"
 
 /* Reasons and rows shown per entry in the table (the verdict JSON has them all). */
 #define GATE_TABLE_REASONS 6
@@ -280,18 +279,9 @@ static void print_table(FILE *out, const cJSON *verdict, const char *verdict_pat
 
 static cJSON *gate_context(void)
 {
-    struct run_context clock = { 0 };
-    run_context_fill_time_and_host(&clock);
-    cJSON *context = cJSON_CreateObject();
-    if (!context)
-        return NULL;
-    cJSON_AddStringToObject(context, KEY_TOOL_VERSION, DSATOPK_VERSION);
-    cJSON_AddStringToObject(context, KEY_GIT_REVISION, DSATOPK_GIT_REVISION);
-    cJSON_AddStringToObject(context, KEY_VERSION_STRING, cli_version());
-    cJSON_AddStringToObject(context, KEY_COMMAND_LINE, cli_command_line());
-    cJSON_AddStringToObject(context, KEY_UTC_TIME, clock.utc_time);
-    cJSON_AddStringToObject(context, KEY_HOST, clock.host);
-    return context;
+    struct document_context context;
+    document_context_fill(&context, cli_version(), cli_command_line());
+    return document_context_json(&context);
 }
 
 static int run_gate(int argc, char **argv)

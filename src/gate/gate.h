@@ -167,5 +167,7 @@ cJSON *gate_cross_device_block(const cJSON *records, const cJSON *devices);
 cJSON *gate_cross_device_unavailable(const char *reason, const cJSON *requested);
 /* Recomputes block's summary from its entries (merge). */
 void gate_cross_device_summarize(cJSON *block);
+/* Whether an entry of block fails: devices that disagreed where they had to agree. */
+bool gate_cross_device_failed(const cJSON *block);
 
 #endif
