@@ -1,17 +1,21 @@
 /* The bench document (src/replay/bench_json.c) from hand-made results, no GPU: the context
  * block with the measured device and the method, and one entry per result with the keys its
  * outcome has (a timed one its times, ratio to the floor and plan; an unsupported or failed one
- * its reason), in the order they came. */
+ * its reason), in the order they came. With BENCH_JSON_DOCUMENT=PATH in the environment the
+ * document is also written there: tests/cli/test_schemas.sh checks it against
+ * docs/schemas/bench-2.schema.json where no GPU can write a real one. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "bench_json.h"
+#include "json_util.h"
 
 static const cJSON *child(const cJSON *object, const char *key)
 {
@@ -77,6 +81,11 @@ static void test_document(void **state)
     const cJSON *third = cJSON_GetArrayItem(results, 2);
     assert_string_equal(cJSON_GetStringValue(child(third, "status")), "error");
     assert_string_equal(cJSON_GetStringValue(child(third, "backend")), "sort");
+    const char *keep = getenv("BENCH_JSON_DOCUMENT");
+    if (keep) {
+        struct audit_error err = { 0 };
+        assert_int_equal(json_write_file(keep, document, &err), AUDIT_OK);
+    }
     cJSON_Delete(document);
 }
 
