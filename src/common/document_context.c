@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "json_util.h"
 #include "version.h"
 
 void document_context_fill(struct document_context *context, const char *version_string,
@@ -39,6 +40,18 @@ int document_context_add(cJSON *object, const struct document_context *context)
         !add_string_or_null(object, KEY_COMMAND_LINE, context->command_line) ||
         !add_string_or_null(object, KEY_UTC_TIME, context->utc_time) ||
         !add_string_or_null(object, KEY_HOST, context->host))
+        return AUDIT_ENOMEM;
+    return AUDIT_OK;
+}
+
+int document_device_add(cJSON *object, const struct gpu_device_info *info)
+{
+    char capability[32];
+    snprintf(capability, sizeof(capability), "%d.%d", info->cc_major, info->cc_minor);
+    if (!object || !cJSON_AddStringToObject(object, KEY_NAME, info->name) ||
+        !cJSON_AddStringToObject(object, KEY_COMPUTE_CAPABILITY, capability) ||
+        !cJSON_AddNumberToObject(object, KEY_SM_COUNT, info->sm_count) ||
+        !json_add_u64(object, KEY_SMEM_PER_SM_BYTES, info->smem_per_sm))
         return AUDIT_ENOMEM;
     return AUDIT_OK;
 }

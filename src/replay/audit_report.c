@@ -32,7 +32,6 @@ void audit_entry_add_plugin(cJSON *entry, const struct topk_backend *backend)
 static cJSON *device_identity_json(size_t index, int ordinal, const struct gpu_device_info *info)
 {
     cJSON *json = cJSON_CreateObject();
-    char text[32];
     if (!json)
         return NULL;
     json_add_u64(json, KEY_INDEX, index);
@@ -41,11 +40,7 @@ static cJSON *device_identity_json(size_t index, int ordinal, const struct gpu_d
         cJSON_AddNullToObject(json, KEY_NAME);
         return json;
     }
-    cJSON_AddStringToObject(json, KEY_NAME, info->name);
-    snprintf(text, sizeof(text), "%d.%d", info->cc_major, info->cc_minor);
-    cJSON_AddStringToObject(json, KEY_COMPUTE_CAPABILITY, text);
-    cJSON_AddNumberToObject(json, KEY_SM_COUNT, info->sm_count);
-    json_add_u64(json, KEY_SMEM_PER_SM_BYTES, info->smem_per_sm);
+    document_device_add(json, info);
     cJSON_AddBoolToObject(json, KEY_SMEM_EMULATED, info->smem_emulated);
     cJSON_AddNumberToObject(json, KEY_DRIVER_VERSION_NUMBER, info->driver_version);
     cJSON_AddNumberToObject(json, KEY_RUNTIME_VERSION_NUMBER, info->runtime_version);

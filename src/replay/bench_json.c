@@ -8,14 +8,9 @@ static cJSON *device_json(const struct bench_device *measured)
 {
     const struct gpu_device_info *device = &measured->info;
     cJSON *json = cJSON_CreateObject();
-    char capability[16];
     if (!json)
         return NULL;
-    cJSON_AddStringToObject(json, KEY_NAME, device->name);
-    snprintf(capability, sizeof(capability), "%d.%d", device->cc_major, device->cc_minor);
-    cJSON_AddStringToObject(json, KEY_COMPUTE_CAPABILITY, capability);
-    cJSON_AddNumberToObject(json, KEY_SM_COUNT, device->sm_count);
-    json_add_u64(json, KEY_SMEM_PER_SM_BYTES, device->smem_per_sm);
+    document_device_add(json, device);
     json_add_u64(json, KEY_L2_BYTES, device->l2_bytes);
     cJSON_AddNumberToObject(json, KEY_DRIVER_VERSION, device->driver_version);
     cJSON_AddNumberToObject(json, KEY_RUNTIME_VERSION, device->runtime_version);

@@ -36,11 +36,7 @@ static cJSON *device_json(const struct gpu_device_info *device)
     if (!json)
         return NULL;
     cJSON_AddNumberToObject(json, KEY_ORDINAL, device->ordinal);
-    cJSON_AddStringToObject(json, KEY_NAME, device->name);
-    snprintf(text, sizeof(text), "%d.%d", device->cc_major, device->cc_minor);
-    cJSON_AddStringToObject(json, KEY_COMPUTE_CAPABILITY, text);
-    cJSON_AddNumberToObject(json, KEY_SM_COUNT, device->sm_count);
-    json_add_u64(json, KEY_SMEM_PER_SM_BYTES, device->smem_per_sm);
+    document_device_add(json, device);
     json_add_u64(json, KEY_SMEM_PER_BLOCK_OPTIN_BYTES, device->smem_per_block_optin);
     json_add_u64(json, KEY_REPORTED_SMEM_PER_SM_BYTES, device->reported_smem_per_sm);
     cJSON_AddBoolToObject(json, KEY_SMEM_EMULATED, device->smem_emulated);
