@@ -24,6 +24,19 @@ expect_grep() {
     if grep -qE -- "$1" "$2"; then pass "$3"; else fail "$3: no /$1/ in $2"; head -20 "$2" | sed 's/^/    /'; fi
 }
 
+# gpu_like_gates REPORT GPU_DIR GATE_DIR MUTATION...: GPU-like copies of REPORT
+# (tests/cli/gpu_like.py) as GPU_DIR/gpu_MUTATION.json, each gated against the clean copy (the
+# first MUTATION is clean) into GATE_DIR/gate_MUTATION.json.
+gpu_like_gates() {
+    local report=$1 gpu_dir=$2 gate_dir=$3 mutation
+    shift 3
+    for mutation in "$@"; do
+        python3 tests/cli/gpu_like.py "$report" "$gpu_dir/gpu_$mutation.json" "$mutation"
+        "$AUDIT" gate --baseline "$gpu_dir/gpu_clean.json" --format none \
+            --out "$gate_dir/gate_$mutation.json" "$gpu_dir/gpu_$mutation.json" >/dev/null 2>&1
+    done
+}
+
 # json_check FILE PYTHON-EXPRESSION DESCRIPTION: the expression sees the parsed file as `j`.
 # A copy of FILE is kept for finish(), which checks every document looked at against its schema.
 json_check() {

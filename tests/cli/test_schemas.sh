@@ -69,11 +69,8 @@ else
 fi
 cp docs/bench/h200.json "$D/bench_h200_v1.json"
 
-for mutation in clean sort-flaps radix-wrong filtered-unsupported drop-record-2; do
-    python3 tests/cli/gpu_like.py "$D/run.json" "$D/gpu_$mutation.json" "$mutation"
-    "$AUDIT" gate --baseline "$D/gpu_clean.json" --format none \
-        --out "$D/gate_$mutation.json" "$D/gpu_$mutation.json" >/dev/null 2>&1
-done
+gpu_like_gates "$D/run.json" "$D" "$D" clean sort-flaps radix-wrong filtered-unsupported \
+    drop-record-2
 "$AUDIT" gate --baseline "$D/baseline.json" --format none --out "$D/gate_cpu.json" \
     "$D/run.json" >/dev/null 2>&1
 cat >"$D/policy.json" <<'EOF'
