@@ -20,8 +20,10 @@
 #include <cuda_runtime_api.h>
 
 #include "cli.h"
+#include "cuda_check.h"
 #include "error.h"
 #include "json_util.h"
+#include "phase_timing.h"
 #include "synth.h"
 #include "topk_backends.h"
 

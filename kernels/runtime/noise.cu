@@ -14,7 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "topk_backends.h"
+#include "noise.h"
+#include "cuda_check.h"
 
 #define NOISE_GEMM_N 2048
 #define NOISE_GEMM_LAUNCHES 4
