@@ -1,4 +1,4 @@
-/* bitonic's tuning constants: the choices measured on the H200 (docs/PERF.md has the method).
+/* bitonic's tuning constants, chosen by measurement on the H200 (docs/PERF.md has the method).
  * Each is a -D away from another value (meson setup -Dcuda_args=-DNAME=VALUE, see
  * scripts/device-bundle.sh's DEVICE_VARIANTS), so that a new device can be measured without an
  * edit. Host and device read the same values. */
