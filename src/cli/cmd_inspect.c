@@ -8,13 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "capture.h"
+#include "capture_tail.h"
 #include "cli.h"
 #include "error.h"
 #include "hash.h"
+#include "input_file.h"
 #include "json_util.h"
 
 #define INSPECT_SCHEMA "dsatopk-audit/inspect"
@@ -33,7 +36,11 @@ static const char inspect_usage[] =
     "Each record's header CRC-32 and payload SHA-256 are checked while it is read.\n"
     "\n"
     "A file that ends in a truncated record (a writer killed mid-append) or a corrupt one is\n"
-    "reported on stderr with the record index and byte offset; the records before it are listed.\n"
+    "reported on stderr with the record index and byte offset; the records before it are listed,\n"
+    "with the repair: cutting the file back to them when no complete record lies past the\n"
+    "damage, else cutting the damaged bytes out (the advice never drops a complete record).\n"
+    "A record whose raw payload is over the memory cap (dsatopk-audit --max-record-bytes,\n"
+    "default 8G) is reported too_large without being read.\n"
     "\n"
     "options:\n"
     "  --verify            exit 3 when any file ends in a truncated or corrupt record\n"
@@ -42,8 +49,8 @@ static const char inspect_usage[] =
     "  -h, --help          show this help\n"
     "\n"
     "exit codes: 0 ok (truncated or corrupt files too, unless --verify); 2 usage error;\n"
-    "            3 a file is missing or unreadable, or with --verify truncated or corrupt;\n"
-    "            4 out of memory\n";
+    "            3 a file is missing, unreadable or not a regular file, or with --verify\n"
+    "            truncated or corrupt; 4 out of memory, or a record over the memory cap\n";
 
 enum output_format { FORMAT_TABLE, FORMAT_JSON };
 
@@ -53,11 +60,12 @@ struct inspect_options {
     const char *output_path; /* "-": stdout */
 };
 
-/* What the reading of all files found, for the exit status. */
+/* What the reading of all files found, for the summary and the exit status. */
 struct inspect_totals {
     uint64_t files, records;
-    uint64_t truncated_files, corrupt_files, unreadable_files;
-    bool out_of_memory;
+    uint64_t truncated_files, corrupt_files, too_large_files, unreadable_files;
+    uint64_t out_of_memory_files;
+    bool out_of_memory; /* the listing itself ran out of memory */
 };
 
 /* The exact raw payload size of a validated record (docs/FORMAT.md "Raw payload"). */
@@ -111,6 +119,106 @@ static cJSON *describe_record(const struct capture_record *record)
     return item;
 }
 
+/* 'PATH' for a shell command line. */
+static char *shell_quoted(const char *path)
+{
+    size_t size = 3;
+    for (const char *p = path; *p; p++)
+        size += *p == '\'' ? 4 : 1;
+    char *quoted = malloc(size);
+    if (!quoted)
+        return NULL;
+    char *out = quoted;
+    *out++ = '\'';
+    for (const char *p = path; *p; p++) {
+        if (*p == '\'') {
+            memcpy(out, "'\\''", 4);
+            out += 4;
+        } else {
+            *out++ = *p;
+        }
+    }
+    *out++ = '\'';
+    *out = '\0';
+    return quoted;
+}
+
+/* The repair of a file whose reading stopped at byte damage, after intact records: cut it back
+ * there when no complete record lies past the damage, else cut the damaged bytes out (a record
+ * appended behind a torn one, records behind a corrupt one). Never cuts a complete record. Adds
+ * "repair" and "complete_record_after_bytes" to error and prints the advice. */
+static void advise_repair(const char *path, uint32_t intact_records, uint64_t damage,
+                          bool truncated, cJSON *error)
+{
+    struct audit_error err = { 0 };
+    uint64_t size = 0, after = 0;
+    bool found = false;
+    int fd = -1;
+    char *quoted = shell_quoted(path);
+    char *advice = NULL;
+    if (!quoted || input_file_open(path, &fd, &size, &err) < 0 ||
+        capture_find_complete_record(fd, path, damage, size, &found, &after, &err) < 0) {
+        if (err.message[0])
+            fprintf(stderr, "dsatopk-audit inspect: no repair advice: %s\n", err.message);
+        goto done;
+    }
+    if (found) {
+        if (asprintf(&advice, "tail -c +%" PRIu64 " %s >%s.rest && truncate -s %" PRIu64
+                     " %s && cat %s.rest >>%s && rm %s.rest", after + 1, quoted, quoted, damage,
+                     quoted, quoted, quoted, quoted) < 0)
+            advice = NULL;
+        fprintf(stderr, "dsatopk-audit inspect: %s: a complete record starts at byte %" PRIu64
+                " past the damage at byte %" PRIu64 ", so cutting the file back would lose it; "
+                "cut bytes %" PRIu64 "..%" PRIu64 " out instead: %s\n", path, after, damage,
+                damage, after - 1, advice ? advice : "(out of memory)");
+    } else if (intact_records > 0 || truncated) {
+        if (asprintf(&advice, "truncate -s %" PRIu64 " %s", damage, quoted) < 0)
+            advice = NULL;
+        fprintf(stderr, "dsatopk-audit inspect: %s: %" PRIu32 " intact record%s end at byte %"
+                PRIu64 " and no complete record follows; `%s` keeps them (so does the next "
+                "synth/import --append --repair-tail)\n", path, intact_records,
+                intact_records == 1 ? "" : "s", damage, advice ? advice : "(out of memory)");
+    }
+done:
+    if (advice)
+        cJSON_AddStringToObject(error, "repair", advice);
+    else
+        cJSON_AddNullToObject(error, "repair");
+    if (found)
+        json_add_u64(error, "complete_record_after_bytes", after);
+    else
+        cJSON_AddNullToObject(error, "complete_record_after_bytes");
+    if (fd >= 0)
+        close(fd);
+    free(advice);
+    free(quoted);
+}
+
+/* The file status of a reading that stopped with status, and its count in the totals. */
+static const char *stop_status(int status, const struct capture_reader *reader,
+                               struct inspect_totals *totals)
+{
+    enum capture_read_state state = reader ? capture_reader_state(reader) : CAPTURE_READ_OK;
+    if (status == AUDIT_EDATA && state == CAPTURE_READ_TRUNCATED) {
+        totals->truncated_files++;
+        return "truncated";
+    }
+    if (status == AUDIT_EDATA && state == CAPTURE_READ_CORRUPT) {
+        totals->corrupt_files++;
+        return "corrupt";
+    }
+    if (status == AUDIT_ENOMEM && state == CAPTURE_READ_TOO_LARGE) {
+        totals->too_large_files++;
+        return "too_large";
+    }
+    if (status == AUDIT_ENOMEM) {
+        totals->out_of_memory_files++;
+        return "out_of_memory";
+    }
+    totals->unreadable_files++;
+    return "unreadable";
+}
+
 /* Reads one file into a JSON description; problems also go to stderr as they are found. */
 static cJSON *inspect_file(const char *path, struct inspect_totals *totals)
 {
@@ -130,7 +238,7 @@ static cJSON *inspect_file(const char *path, struct inspect_totals *totals)
     }
     totals->files++;
     cJSON_AddStringToObject(file, "path", path);
-    if (stat(path, &info) == 0)
+    if (stat(path, &info) == 0 && S_ISREG(info.st_mode))
         json_add_u64(file, "size_bytes", (uint64_t)info.st_size);
     else
         cJSON_AddNullToObject(file, "size_bytes");
@@ -156,29 +264,9 @@ static cJSON *inspect_file(const char *path, struct inspect_totals *totals)
         totals->records++;
     }
 
-    const char *file_status = "ok";
-    if (status < 0) {
-        enum capture_read_state state = reader ? capture_reader_state(reader) : CAPTURE_READ_OK;
-        if (status == AUDIT_EDATA && state == CAPTURE_READ_TRUNCATED) {
-            file_status = "truncated";
-            totals->truncated_files++;
-        } else if (status == AUDIT_EDATA && state == CAPTURE_READ_CORRUPT) {
-            file_status = "corrupt";
-            totals->corrupt_files++;
-        } else if (status == AUDIT_ENOMEM) {
-            file_status = "out_of_memory";
-            totals->out_of_memory = true;
-        } else {
-            file_status = "unreadable";
-            totals->unreadable_files++;
-        }
+    const char *file_status = status < 0 ? stop_status(status, reader, totals) : "ok";
+    if (status < 0)
         fprintf(stderr, "dsatopk-audit inspect: %s\n", err.message);
-        if (strcmp(file_status, "truncated") == 0)
-            fprintf(stderr, "dsatopk-audit inspect: %s: %" PRIu32 " intact record%s end at byte %" PRIu64
-                    " (a writer killed mid-append leaves this; `truncate -s %" PRIu64
-                    "` keeps them before appending more)\n",
-                    path, next_index, next_index == 1 ? "" : "s", next_offset, next_offset);
-    }
     cJSON_AddStringToObject(file, "status", file_status);
     json_add_u64(file, "record_count", (uint64_t)cJSON_GetArraySize(records));
     if (status < 0) {
@@ -191,6 +279,9 @@ static cJSON *inspect_file(const char *path, struct inspect_totals *totals)
             }
             cJSON_AddStringToObject(error, "kind", file_status);
             cJSON_AddStringToObject(error, "message", err.message);
+            if (status == AUDIT_EDATA && reached_records)
+                advise_repair(path, next_index, next_offset,
+                              strcmp(file_status, "truncated") == 0, error);
         }
     } else {
         cJSON_AddNullToObject(file, "error");
@@ -308,10 +399,12 @@ static void print_table(FILE *out, const cJSON *document)
             fprintf(out, "# %s\n", string_field(error, "message"));
     }
     const cJSON *summary = cJSON_GetObjectItemCaseSensitive(document, "summary");
-    fprintf(out, "# files: %.0f, records: %.0f, truncated: %.0f, corrupt: %.0f, unreadable: %.0f\n",
+    fprintf(out, "# files: %.0f, records: %.0f, truncated: %.0f, corrupt: %.0f, too large: %.0f, "
+            "unreadable: %.0f, out of memory: %.0f\n",
             number_field(summary, "files"), number_field(summary, "records"),
             number_field(summary, "truncated_files"), number_field(summary, "corrupt_files"),
-            number_field(summary, "unreadable_files"));
+            number_field(summary, "too_large_files"), number_field(summary, "unreadable_files"),
+            number_field(summary, "out_of_memory_files"));
 }
 
 static int parse_options(int argc, char **argv, struct inspect_options *options)
@@ -383,7 +476,9 @@ static int run_inspect(int argc, char **argv)
     json_add_u64(summary, "records", totals.records);
     json_add_u64(summary, "truncated_files", totals.truncated_files);
     json_add_u64(summary, "corrupt_files", totals.corrupt_files);
+    json_add_u64(summary, "too_large_files", totals.too_large_files);
     json_add_u64(summary, "unreadable_files", totals.unreadable_files);
+    json_add_u64(summary, "out_of_memory_files", totals.out_of_memory_files);
 
     text = json_render(document, options.format == FORMAT_JSON ? NULL : print_table);
     if (!text)
@@ -393,7 +488,7 @@ static int run_inspect(int argc, char **argv)
         exit_code = audit_exit_code(err.code);
         goto done;
     }
-    if (totals.out_of_memory)
+    if (totals.out_of_memory || totals.out_of_memory_files + totals.too_large_files > 0)
         exit_code = EXIT_DEVICE;
     else if (totals.unreadable_files > 0 ||
              (options.verify && totals.truncated_files + totals.corrupt_files > 0))

@@ -1,11 +1,13 @@
 #include "hash.h"
 
+#include <errno.h>
 #include <sodium.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "index_sort.h"
+#include "input_file.h"
 #include "output_hash.h"
 
 /* ---- SHA-256 with the x86 SHA extensions ----------------------------------------------------
@@ -206,6 +208,37 @@ void hash_bytes(const void *data, size_t size, uint8_t digest[HASH_BYTES])
     stream_init(&stream);
     stream_update(&stream, data, size);
     stream_final(&stream, digest);
+}
+
+int hash_file_range(int fd, uint64_t offset, uint64_t size, uint8_t digest[HASH_BYTES],
+                    uint64_t *hashed)
+{
+    struct sha256_stream stream;
+    *hashed = 0;
+    uint8_t *buffer = malloc(HASH_FILE_CHUNK_BYTES);
+    if (!buffer) {
+        errno = ENOMEM;
+        return -1;
+    }
+    stream_init(&stream);
+    while (*hashed < size) {
+        uint64_t want = size - *hashed < HASH_FILE_CHUNK_BYTES ? size - *hashed
+                                                                : HASH_FILE_CHUNK_BYTES;
+        uint64_t got = 0;
+        if (input_file_read_at(fd, buffer, want, offset + *hashed, &got) < 0) {
+            int saved = errno;
+            free(buffer);
+            errno = saved;
+            return -1;
+        }
+        stream_update(&stream, buffer, (size_t)got);
+        *hashed += got;
+        if (got < want)
+            break;
+    }
+    stream_final(&stream, digest);
+    free(buffer);
+    return 0;
 }
 
 void hash_to_hex(const uint8_t digest[HASH_BYTES], char hex[HASH_HEX_BYTES])
