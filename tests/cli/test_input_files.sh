@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Inputs that are not regular files: a FIFO without a writer given to every command that reads a
 # file (captures, .npy / .safetensors arrays, reports, baselines, verdicts, policies, metadata
-# @FILE) must be refused at once, exit 3, with a message naming the file and saying it is a FIFO
+# @FILE, plugins) must be refused at once, exit 3, with a message naming the file and saying it is a FIFO
 # (open() of a FIFO waits for a writer: each command runs under `timeout`, so a hang fails the
 # test instead of stalling it). A directory and a character device are refused the same way.
 . "$(dirname "$0")/lib.sh"
@@ -60,6 +60,8 @@ refused "extract FIFO" "$F" -- "$AUDIT" extract "$FIFO" --records 0 -o "$TMP/x.b
 refused "extract --from-report FIFO" "$F" -- \
     "$AUDIT" extract "$CAPTURE" --from-report "$FIFO" -o "$TMP/x.bin"
 refused "run FIFO" "$F" -- "$AUDIT" run --quiet --reps 1 --out "$TMP/r.json" "$FIFO"
+refused "run --plugin FIFO" "$F" -- \
+    "$AUDIT" run --quiet --reps 1 --plugin "$FIFO" --out "$TMP/r.json" "$CAPTURE"
 refused "gate --baseline FIFO" "$F" -- "$AUDIT" gate --baseline "$FIFO" "$TMP/report.json"
 refused "gate with a FIFO as report" "$F" -- \
     "$AUDIT" gate --baseline "$TMP/baseline.json" "$FIFO"
