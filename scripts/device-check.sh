@@ -6,7 +6,7 @@
 # shipped-report.json, bench.json, torch-bench.json.
 # Usage: scripts/device-check.sh [STEP...]
 #   steps: suite split cluster kernel sanitize sanitize-run sanitize-plugins run isolation
-#   devices breakdown ab bench bench-ab phases bench-paths racecheck racecheck-split (default:
+#   devices breakdown ab bench bench-ab phases bench-paths racecheck racecheck-split hash-share (default:
 #   suite sanitize run isolation devices bench; the others are slow or only needed when what they
 #   test changed)
 set -u
@@ -248,6 +248,30 @@ sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
         done
         for job in quickstart breakdown; do
             cp "/tmp/ab-$job-new.json" "$OUT/$job-new.json"
+        done
+        ;;
+    hash-share)
+        # The share of `run`'s wall time spent on SHA-256 (time_breakdown_ms.hash_ms summed over
+        # every record x backend) on the seed captures, for this binary and each build named in
+        # HASH_BUILDS (default "ossl": -Dsha256=openssl, carried as dsatopk-audit-ossl): the
+        # measurement behind the sha256 option's default (docs/PERF.md "The audit itself").
+        [ -d /tmp/seed ] || step seed-captures 120 scripts/make-seed-captures.sh /tmp/seed \
+            device-bundle/bin/dsatopk-audit
+        for build in new ${HASH_BUILDS:-ossl}; do
+            binary=$(build_binary "$build")
+            started=$(date +%s%N)
+            timeout 300 "$binary" run --reps 25 --out "/tmp/hash-$build.json" /tmp/seed \
+                >"/tmp/hash-$build.txt" 2>&1
+            rc=$?
+            wall=$((($(date +%s%N) - started) / 1000000))
+            python3 - "/tmp/hash-$build.json" "$build" "$rc" "$wall" <<'PY' | tee -a "$LOG"
+import json, sys
+report, build, rc, wall = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], float(sys.argv[4])
+hash_ms = sum(b.get("time_breakdown_ms", {}).get("hash_ms", 0.0)
+              for r in report["records"] for b in r.get("backends", []))
+print(f"hash-share {build}: rc {rc}, run {wall:.0f} ms, SHA-256 {hash_ms:.1f} ms = "
+      f"{100.0 * hash_ms / wall:.1f}% of the wall time")
+PY
         done
         ;;
     bench)
