@@ -38,6 +38,8 @@
 #include <cjson/cJSON.h>
 
 #include "error.h"
+#include "gpu_device.h"
+#include "noise.h"
 #include "report.h"
 #include "topk_backends.h"
 
