@@ -24,8 +24,8 @@ SOURCE_SUFFIXES = (".c", ".h", ".cu", ".cuh", ".in")
 NOT_CALLS = {"if", "while", "for", "switch", "return", "sizeof", "defined", "_Alignof",
              "__attribute__", "alignof", "typeof", "__typeof__"}
 # #define NAME "string", then nothing but blanks or a comment.
-DEFINE = re.compile(r'^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+"((?:[^"\\\n]|\\.)*)"[ \t]*(?:/[*/].*)?$',
-                    re.M)
+DEFINE = re.compile(r'^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+'
+                    r'"((?:[^"\\\n]|\\.)*)"[ \t]*(?:/[*/].*)?$', re.M)
 
 
 def defined_strings(text):
