@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -137,6 +138,13 @@ int gate_verdict(const struct report_document *baseline, const struct report_doc
                  const struct gate_options *options, const cJSON *context, cJSON **verdict,
                  struct gate_counts *counts, struct audit_error *err);
 
+/* ---- table (gate_table.c) ------------------------------------------------------------------- */
+
+/* The verdict as a table: the baseline and policy, per report its header, its report-level
+ * reasons and every entry that is not pass (reasons, notes, rows), then unused tolerances, the
+ * summary line and "# verdict: PATH" when verdict_path is not NULL. */
+void gate_table_print(FILE *out, const cJSON *verdict, const char *verdict_path);
+
 /* ---- baseline (gate_baseline.c) ------------------------------------------------------------ */
 
 /* The baseline subset of a report (schema dsatopk-audit/baseline v1): context, and per record
@@ -154,6 +162,14 @@ int gate_baseline_from_report(const cJSON *report, const char *report_name, cJSO
  * of the N shards were not given (the merged report is then incomplete). */
 int gate_merge_reports(const char *const *paths, const cJSON *const *roots, size_t count,
                        cJSON **merged, uint32_t *missing_shards, struct audit_error *err);
+/* What merge's summary line says of a merged report: its records, failing backend runs and input
+ * errors (0 when absent), and why it is incomplete (NULL when it is complete; points into
+ * merged). */
+struct gate_merge_totals {
+    double records, backends_fail, input_errors;
+    const char *stop_reason;
+};
+void gate_merge_totals(const cJSON *merged, struct gate_merge_totals *totals);
 
 /* ---- cross-device (gate_cross_device.c) ----------------------------------------------------- */
 
