@@ -86,11 +86,11 @@ static int parse_options(int argc, char **argv, struct gate_command_options *opt
                          int *first_report)
 {
     static const struct option long_options[] = {
-        { KEY_BASELINE, required_argument, NULL, OPTION_BASELINE },
-        { KEY_POLICY, required_argument, NULL, OPTION_POLICY },
+        { "baseline", required_argument, NULL, OPTION_BASELINE },
+        { "policy", required_argument, NULL, OPTION_POLICY },
         { "out", required_argument, NULL, OPTION_OUT },
         { "format", required_argument, NULL, OPTION_FORMAT },
-        { KEY_NOW, required_argument, NULL, OPTION_NOW },
+        { "now", required_argument, NULL, OPTION_NOW },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
