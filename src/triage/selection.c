@@ -234,7 +234,7 @@ void diff_scratch_free(struct diff_scratch *scratch)
     free(scratch->sorted_b);
     free(scratch->engine_a);
     free(scratch->engine_b);
-    free(scratch->page_keys);
+    topk_page_inverse_free(&scratch->pages);
     memset(scratch, 0, sizeof(*scratch));
 }
 
@@ -272,12 +272,6 @@ static int compare_i64(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-static int compare_u64(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return (a > b) - (a < b);
-}
-
 /* Compares two index lists of equal length: *order_changed when any position differs,
  * *set_changed when the sorted lists differ. sorted_a/sorted_b are scratch. */
 static void compare_selections(const int64_t *a, const int64_t *b, size_t count,
@@ -309,58 +303,6 @@ static const int32_t *row_pages(const struct capture_record *record, uint32_t b,
     if (start > record->page_table_cols || pages > record->page_table_cols - start)
         return NULL;
     return record->page_table + (uint64_t)b * record->page_table_cols + start;
-}
-
-/* Maps row b's engine indices back to window positions through its page table: the inverse of
- * topk_translate_index. An index no page of the window explains becomes -3 - index, so it still
- * differs from every window position, from -1 padding and from other unexplained indices. */
-static int engine_to_window(const struct capture_record *record, uint32_t b,
-                            struct diff_scratch *scratch, int64_t *out, struct audit_error *err)
-{
-    const int32_t *engine = record->engine_indices + (uint64_t)b * record->k;
-    int32_t length = record->lengths[b];
-    uint64_t pages = pages_covering(length, record->page_size);
-    const int32_t *table = row_pages(record, b, pages);
-    if (!table)
-        return audit_fail(err, AUDIT_EDATA, "record %u row %u: page-table row starts outside the "
-                          "table", record->index, b);
-    if (pages > scratch->page_capacity) {
-        uint64_t *keys = realloc(scratch->page_keys, pages * sizeof(uint64_t));
-        if (!keys)
-            return audit_fail(err, AUDIT_ENOMEM, "diff: out of memory for %" PRIu64 " pages",
-                              pages);
-        scratch->page_keys = keys;
-        scratch->page_capacity = pages;
-    }
-    for (uint64_t slot = 0; slot < pages; slot++)
-        scratch->page_keys[slot] = ((uint64_t)(uint32_t)table[slot] << 32) | slot;
-    qsort(scratch->page_keys, pages, sizeof(uint64_t), compare_u64);
-    for (uint32_t i = 0; i < record->k; i++) {
-        int32_t index = engine[i];
-        if (index < 0) {
-            out[i] = index;
-            continue;
-        }
-        uint32_t page = (uint32_t)index / record->page_size;
-        uint64_t offset = (uint32_t)index % record->page_size;
-        /* Lower bound of (page, slot 0): the first slot holding this page. */
-        uint64_t wanted = (uint64_t)page << 32;
-        uint64_t lo = 0, hi = pages;
-        while (lo < hi) {
-            uint64_t mid = lo + (hi - lo) / 2;
-            if (scratch->page_keys[mid] < wanted)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        out[i] = -3 - (int64_t)index;
-        if (lo < pages && (scratch->page_keys[lo] >> 32) == page) {
-            uint64_t position = (scratch->page_keys[lo] & 0xFFFFFFFFu) * record->page_size + offset;
-            if (position < (uint64_t)length)
-                out[i] = (int64_t)position;
-        }
-    }
-    return AUDIT_OK;
 }
 
 static bool row_page_tables_differ(const struct capture_record *a, const struct capture_record *b,
@@ -541,8 +483,12 @@ int diff_row_compare(const struct capture_record *a, const struct capture_record
         bool remap = out->page_table_differs && a->page_table && b->page_table &&
                      a->page_size == b->page_size && !out->window_differs;
         if (remap) {
-            if ((status = engine_to_window(a, row, scratch, scratch->engine_a, err)) < 0 ||
-                (status = engine_to_window(b, row, scratch, scratch->engine_b, err)) < 0)
+            if ((status = topk_untranslate_row(a, row, a->engine_indices + (uint64_t)row * width,
+                                               width, &scratch->pages, scratch->engine_a,
+                                               err)) < 0 ||
+                (status = topk_untranslate_row(b, row, b->engine_indices + (uint64_t)row * width,
+                                               width, &scratch->pages, scratch->engine_b,
+                                               err)) < 0)
                 return status;
         } else {
             const int32_t *engine_a = a->engine_indices + (uint64_t)row * width;

@@ -92,8 +92,7 @@ struct diff_scratch {
     int32_t *reference_a, *reference_b;
     int64_t *sorted_a, *sorted_b;
     int64_t *engine_a, *engine_b;
-    uint64_t *page_keys;             /* page id << 32 | slot, for page-table inversion */
-    size_t page_capacity;
+    struct topk_page_inverse pages;  /* page-table inversion of engine indices */
 };
 
 void diff_scratch_free(struct diff_scratch *scratch);
