@@ -188,9 +188,9 @@ const char *diff_case_name(enum diff_case diff_case)
     case DIFF_CASE_IDENTICAL: return "identical";
     case DIFF_CASE_SCORES_DIFFER_SELECTION_SAME: return "scores_differ_selection_same";
     case DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED: return "scores_differ_selection_changed";
-    case DIFF_CASE_SCORES_SAME_ENGINE_DIFFERS: return "scores_same_engine_differs";
-    case DIFF_CASE_SCORES_DIFFER_ENGINE_CHANGED_ALONE: return "scores_differ_engine_changed_alone";
-    case DIFF_CASE_SCORES_DIFFER_ENGINE_KEPT: return "scores_differ_engine_kept";
+    case DIFF_CASE_TIE_FLAP: return "tie_flap";
+    case DIFF_CASE_ENGINE_REORDERED: return "engine_reordered";
+    case DIFF_CASE_ENGINE_WRONG: return "engine_wrong";
     case DIFF_CASE_WINDOW_DIFFERS: return "window_differs";
     case DIFF_CASE_COUNT: break;
     }
@@ -203,7 +203,8 @@ const char *diff_attribution_name(enum diff_attribution attribution)
     case DIFF_ATTRIBUTION_NONE: return "none";
     case DIFF_ATTRIBUTION_UPSTREAM: return "upstream";
     case DIFF_ATTRIBUTION_SELECTION_KERNEL: return "selection_kernel";
-    case DIFF_ATTRIBUTION_INCONCLUSIVE: return "inconclusive";
+    case DIFF_ATTRIBUTION_TIE_FLAP: return "tie_flap";
+    case DIFF_ATTRIBUTION_ENGINE_WRONG: return "engine_wrong";
     case DIFF_ATTRIBUTION_CAPTURE_MISMATCH: return "capture_mismatch";
     case DIFF_ATTRIBUTION_COUNT: break;
     }
@@ -216,13 +217,13 @@ enum diff_attribution diff_case_attribution(enum diff_case diff_case)
     case DIFF_CASE_IDENTICAL:
     case DIFF_CASE_SCORES_DIFFER_SELECTION_SAME: return DIFF_ATTRIBUTION_NONE;
     case DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED: return DIFF_ATTRIBUTION_UPSTREAM;
-    case DIFF_CASE_SCORES_SAME_ENGINE_DIFFERS:
-    case DIFF_CASE_SCORES_DIFFER_ENGINE_CHANGED_ALONE: return DIFF_ATTRIBUTION_SELECTION_KERNEL;
-    case DIFF_CASE_SCORES_DIFFER_ENGINE_KEPT: return DIFF_ATTRIBUTION_INCONCLUSIVE;
-    case DIFF_CASE_WINDOW_DIFFERS: return DIFF_ATTRIBUTION_CAPTURE_MISMATCH;
+    case DIFF_CASE_TIE_FLAP: return DIFF_ATTRIBUTION_TIE_FLAP;
+    case DIFF_CASE_ENGINE_REORDERED: return DIFF_ATTRIBUTION_SELECTION_KERNEL;
+    case DIFF_CASE_ENGINE_WRONG: return DIFF_ATTRIBUTION_ENGINE_WRONG;
+    case DIFF_CASE_WINDOW_DIFFERS:
     case DIFF_CASE_COUNT: break;
     }
-    return DIFF_ATTRIBUTION_INCONCLUSIVE;
+    return DIFF_ATTRIBUTION_CAPTURE_MISMATCH;
 }
 
 void diff_scratch_free(struct diff_scratch *scratch)
@@ -423,23 +424,44 @@ static enum diff_case classify(const struct diff_row *row)
 {
     if (row->window_differs)
         return DIFF_CASE_WINDOW_DIFFERS;
+    /* Both runs agree: whether that output is right is `run`'s question, not diff's. */
+    if (row->scores_identical && (!row->engine_compared || !row->engine_order_changed))
+        return DIFF_CASE_IDENTICAL;
+    if (row->engine_judged && (row->engine_a.row_class == ENGINE_ROW_WRONG ||
+                               row->engine_b.row_class == ENGINE_ROW_WRONG))
+        return DIFF_CASE_ENGINE_WRONG;
     if (row->scores_identical)
-        return row->engine_compared && row->engine_order_changed
-                   ? DIFF_CASE_SCORES_SAME_ENGINE_DIFFERS
-                   : DIFF_CASE_IDENTICAL;
+        return row->engine_set_changed ? DIFF_CASE_TIE_FLAP : DIFF_CASE_ENGINE_REORDERED;
     if (!row->engine_compared)
         return row->reference_set_changed ? DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED
                                           : DIFF_CASE_SCORES_DIFFER_SELECTION_SAME;
-    if (row->reference_set_changed)
-        return row->engine_set_changed ? DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED
-                                       : DIFF_CASE_SCORES_DIFFER_ENGINE_KEPT;
-    return row->engine_set_changed ? DIFF_CASE_SCORES_DIFFER_ENGINE_CHANGED_ALONE
-                                   : DIFF_CASE_SCORES_DIFFER_SELECTION_SAME;
+    /* Both engine selections are valid top-k of their own scores: the engine's set is what the
+     * model saw. A set change the exact selection does not show is a choice among ties. */
+    if (!row->engine_set_changed)
+        return DIFF_CASE_SCORES_DIFFER_SELECTION_SAME;
+    return row->reference_set_changed ? DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED
+                                      : DIFF_CASE_TIE_FLAP;
+}
+
+/* One side's engine selection of row judged against its own scores. */
+static int judge_side(const struct check_context *checks, const struct engine_contract *contract,
+                      uint32_t row, struct engine_row_scratch *scratch,
+                      struct diff_engine_side *side, struct audit_error *err)
+{
+    struct engine_row_detail detail;
+    int status = engine_judge_row(checks, contract, row, scratch, &side->row_class, &side->kinds,
+                                  &detail, err);
+    if (status < 0)
+        return status;
+    side->missing_count = detail.missing_count;
+    for (uint64_t i = 0; i < detail.missing_count && i < ENGINE_LISTED_INDICES; i++)
+        side->missing[i] = detail.missing[i].index;
+    return AUDIT_OK;
 }
 
 int diff_row_compare(const struct capture_record *a, const struct capture_record *b, uint32_t row,
-                     uint32_t k, struct diff_scratch *scratch, struct diff_row *out,
-                     struct audit_error *err)
+                     uint32_t k, struct diff_scratch *scratch, struct diff_engine_judge *judge,
+                     struct diff_row *out, struct audit_error *err)
 {
     int status;
     memset(out, 0, sizeof(*out));
@@ -500,6 +522,14 @@ int diff_row_compare(const struct capture_record *a, const struct capture_record
         }
         compare_selections(scratch->engine_a, scratch->engine_b, width, scratch->sorted_a,
                            scratch->sorted_b, &out->engine_set_changed, &out->engine_order_changed);
+        if (judge && !out->window_differs) {
+            if ((status = judge_side(judge->a, &judge->contract_a, row, &judge->scratch_a,
+                                     &out->engine_a, err)) < 0 ||
+                (status = judge_side(judge->b, &judge->contract_b, row, &judge->scratch_b,
+                                     &out->engine_b, err)) < 0)
+                return status;
+            out->engine_judged = true;
+        }
     }
     out->diff_case = classify(out);
     return AUDIT_OK;

@@ -182,24 +182,39 @@ static struct engine_index_note index_note(const struct capture_record *record, 
     return note;
 }
 
-/* Rows with no boundary select every candidate: each one missing is listed. With a boundary,
- * the candidates strictly above it are. */
+/* The candidates a wrong row left out. Rows with no boundary select every candidate: each one
+ * missing is listed. With a boundary, every candidate strictly above it is required, and
+ * k - above members of the boundary tie set: when the row holds fewer, the unselected members
+ * are listed too if each of them is required (the tie set does not straddle), else only
+ * counted (any of them would do). */
 static void list_missing(const struct check_context *context, uint32_t b, const uint8_t *seen,
-                         struct engine_row_detail *detail)
+                         uint64_t ties_selected, struct engine_row_detail *detail)
 {
     const struct capture_record *record = context->record;
     const float *window = capture_row_window(record, b);
     const uint32_t boundary = context->boundary_key[b];
+    const uint64_t ties_needed = (uint64_t)((int64_t)context->k - context->above[b]);
+    uint64_t ties_left = 0;
+    for (int32_t i = 0; detail->has_boundary && i < record->lengths[b]; i++)
+        ties_left += !is_negative_infinity(window[i]) && !seen_test(seen, i) &&
+                     topk_order_key(window[i]) == boundary;
+    const uint64_t ties_short = ties_selected < ties_needed ? ties_needed - ties_selected : 0;
+    const bool list_ties = ties_short > 0 && ties_left <= ties_short;
     for (int32_t i = 0; i < record->lengths[b]; i++) {
         if (is_negative_infinity(window[i]) || seen_test(seen, i))
             continue;
-        if (detail->has_boundary && topk_order_key(window[i]) <= boundary)
-            continue;
+        if (detail->has_boundary) {
+            const uint32_t key = topk_order_key(window[i]);
+            if (key < boundary || (key == boundary && !list_ties))
+                continue;
+        }
         if (detail->missing_count < ENGINE_LISTED_INDICES)
             detail->missing[detail->missing_count] =
                 index_note(record, b, i, detail->has_boundary, detail->kth, boundary);
         detail->missing_count++;
     }
+    if (ties_short > 0 && !list_ties)
+        detail->missing_count += ties_short;
 }
 
 /* Under a tie-break promise, the selected members of the boundary tie set must be its smallest
@@ -232,7 +247,7 @@ static bool tie_break_broken(const struct check_context *context, uint32_t b,
 /* The walk over a row's slots: what each entry shows. */
 struct row_walk {
     uint32_t kinds;
-    uint64_t entries, valid, above_selected, below_selected;
+    uint64_t entries, valid, above_selected, below_selected, ties_selected;
     bool padding_started, has_previous;
     uint32_t previous_key;
     int64_t previous_position;
@@ -273,6 +288,8 @@ static void walk_slot(const struct check_context *context, const struct engine_c
     walk->valid++;
     if (has_boundary && key > boundary)
         walk->above_selected++;
+    if (has_boundary && key == boundary)
+        walk->ties_selected++;
     if (has_boundary && key < boundary) {
         walk->below_selected++;
         if (detail && detail->extra_count++ < ENGINE_LISTED_INDICES)
@@ -345,7 +362,7 @@ int engine_judge_row(const struct check_context *context, const struct engine_co
         detail->entries = walk.entries;
         detail->needed = needed;
         if (!right_set)
-            list_missing(context, b, scratch->seen, detail);
+            list_missing(context, b, scratch->seen, walk.ties_selected, detail);
     }
     /* Clear only the marks this row set. */
     for (uint32_t slot = 0; slot < k; slot++) {

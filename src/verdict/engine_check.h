@@ -93,8 +93,9 @@ const char *engine_row_class_name(enum engine_row_class row_class); /* "exact", 
 /* Wrong rows described index by index (the others are counted and listed by number). */
 #define ENGINE_DESCRIBED_ROWS 256u
 
-/* A candidate the engine left out although it ranks strictly above the k-th value (missing),
- * or one it selected although it ranks strictly below it (extra). */
+/* A candidate the engine left out although the row needs it (missing: it ranks strictly above
+ * the k-th value, or it belongs to a boundary tie set whose members are all needed), or one it
+ * selected although it ranks strictly below the k-th value (extra). */
 struct engine_index_note {
     int64_t index;            /* window position */
     int32_t translated;       /* through the page table (the index itself without one) */
@@ -112,6 +113,8 @@ struct engine_row_detail {
     bool has_boundary;        /* more than k candidates */
     float kth;                /* the k-th value (has_boundary) */
     uint64_t entries, needed; /* real (non -1) entries, min(k, candidates) */
+    /* missing_count also counts boundary ties the row lacks when any of several would do
+     * (those are not listed) */
     uint64_t missing_count, extra_count, duplicate_count, out_of_range_count;
     struct engine_index_note missing[ENGINE_LISTED_INDICES];
     struct engine_index_note extra[ENGINE_LISTED_INDICES];
