@@ -14,7 +14,7 @@ struct cli_command {
 
 extern const struct cli_command cmd_inspect, cmd_census, cmd_synth, cmd_devices, cmd_run,
     cmd_import, cmd_diff, cmd_extract, cmd_bench, cmd_report;
-extern const struct cli_command cmd_gate, cmd_merge;
+extern const struct cli_command cmd_gate, cmd_merge, cmd_compare;
 
 /* Options given before the command name (and accepted by the commands that use them). */
 struct cli_globals {

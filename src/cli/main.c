@@ -20,6 +20,7 @@ static const struct cli_command *const command_table[] = {
     &cmd_devices,
     &cmd_bench,
     &cmd_diff,
+    &cmd_compare,
     &cmd_extract,
     &cmd_import,
     &cmd_report,
