@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 shift || true
 
-packages=(meson ninja-build pkg-config gcc libcjson-dev libsodium-dev libcmocka-dev zlib1g-dev
+packages=(meson ninja-build pkg-config gcc libcjson-dev libsodium-dev libssl-dev libcmocka-dev zlib1g-dev
           python3 python3-numpy)
 missing=()
 for package in "${packages[@]}"; do

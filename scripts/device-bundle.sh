@@ -11,8 +11,13 @@ ninja -C "$build_dir" >/dev/null
 rm -rf device-bundle
 mkdir -p device-bundle/bin device-bundle/lib
 cp "$build_dir/src/dsatopk-audit" device-bundle/bin/
-# The same with bitonic's phase timing (docs/PERF.md "Method"), for `device-check.sh phases`.
-cp "$build_dir/src/dsatopk-audit-phases" device-bundle/bin/
+# The same with bitonic's phase timing (docs/PERF.md "Method"), for `device-check.sh phases`:
+# built where the build directory has the option (meson configure BUILD_DIR -Dphase_timing=true).
+if [ -f "$build_dir/src/dsatopk-audit-phases" ]; then
+    cp "$build_dir/src/dsatopk-audit-phases" device-bundle/bin/
+else
+    echo "device-bundle.sh: no dsatopk-audit-phases in $build_dir (-Dphase_timing=true builds it)" >&2
+fi
 for program in "$build_dir"/tests/test_gpu_* "$build_dir"/tests/bench_* \
                "$build_dir"/tests/plugins/test_gpu_plugins; do
     [ -x "$program" ] && [ -f "$program" ] && cp "$program" device-bundle/bin/

@@ -6,7 +6,7 @@
 # shipped-report.json, bench.json, torch-bench.json.
 # Usage: scripts/device-check.sh [STEP...]
 #   steps: suite split cluster kernel sanitize sanitize-run sanitize-plugins run isolation
-#   devices breakdown ab bench bench-ab phases bench-paths racecheck racecheck-split (default:
+#   devices breakdown ab bench bench-ab phases bench-paths racecheck racecheck-split hash-share (default:
 #   suite sanitize run isolation devices bench; the others are slow or only needed when what they
 #   test changed)
 set -u
@@ -51,63 +51,64 @@ for s in $steps; do
         ;;
     split)
         # bitonic's tree path with leaves of 2048 (several leaves and tree levels on every shape),
-        # then the one-CTA path alone.
-        step gpu-suite-split 300 env DSATOPK_BITONIC_SPLIT=always test_gpu_backends --backend bitonic
-        step gpu-suite-nosplit 300 env DSATOPK_BITONIC_SPLIT=never test_gpu_backends --backend bitonic
-        step memcheck-split 150 env DSATOPK_BITONIC_SPLIT=always compute-sanitizer --tool memcheck \
-            --error-exitcode 9 test_gpu_backends --backend bitonic --quick
-        step initcheck-split 150 env DSATOPK_BITONIC_SPLIT=always compute-sanitizer --tool initcheck \
-            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        # then the one-CTA path alone (plans forced: kernels/include/bitonic_plan.h).
+        step gpu-suite-split 300 test_gpu_backends --backend bitonic --plan tree_deep
+        step gpu-suite-nosplit 300 test_gpu_backends --backend bitonic --plan one_cta
+        step memcheck-split 150 compute-sanitizer --tool memcheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --plan tree_deep --quick
+        step initcheck-split 150 compute-sanitizer --tool initcheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --plan tree_deep --quick --k 100
         ;;
     cluster)
         # bitonic's cluster path: as auto chooses it, forced on every shape (rows of one slice
         # too), with 16, 32, 64 and 128 keys per thread, the tree path alone for comparison; clusters
         # of 3-16 CTAs through --longest; the sanitizers.
         for mode in auto cluster cluster16 cluster32 cluster64 cluster128 tree; do
-            step "gpu-suite-$mode" 300 env DSATOPK_BITONIC_SPLIT=$mode test_gpu_backends --backend bitonic
+            step "gpu-suite-$mode" 300 test_gpu_backends --backend bitonic --plan "$mode"
         done
         for run in cluster:20000 cluster:40000 cluster:57000 cluster64:70000 cluster64:100000 \
                    cluster64:200000 cluster128:100000 cluster128:150000 cluster128:300000; do
-            step "longest-${run%%:*}-${run##*:}" 100 env DSATOPK_BITONIC_SPLIT=${run%%:*} \
-                test_gpu_backends --backend bitonic --quick --longest "${run##*:}"
+            step "longest-${run%%:*}-${run##*:}" 100 test_gpu_backends --backend bitonic \
+                --plan "${run%%:*}" --quick --longest "${run##*:}"
         done
         for mode in cluster cluster64 cluster128; do
-            step "memcheck-$mode" 200 env DSATOPK_BITONIC_SPLIT=$mode compute-sanitizer \
-                --tool memcheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick
+            step "memcheck-$mode" 200 compute-sanitizer \
+                --tool memcheck --error-exitcode 9 test_gpu_backends --backend bitonic --plan "$mode" --quick
         done
         for mode in cluster cluster64 cluster128; do
-            step "initcheck-$mode" 200 env DSATOPK_BITONIC_SPLIT=$mode compute-sanitizer \
-                --tool initcheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+            step "initcheck-$mode" 200 compute-sanitizer \
+                --tool initcheck --error-exitcode 9 test_gpu_backends --backend bitonic --plan "$mode" --quick --k 100
         done
         # Barrier use: the relaxed split cluster barrier of rows of 5+ CTAs (cluster) and the
         # bulk load's mbarriers (cluster64).
         for mode in cluster cluster64; do
-            step "synccheck-$mode" 200 env DSATOPK_BITONIC_SPLIT=$mode compute-sanitizer \
-                --tool synccheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick
+            step "synccheck-$mode" 200 compute-sanitizer \
+                --tool synccheck --error-exitcode 9 test_gpu_backends --backend bitonic --plan "$mode" --quick
         done
         for run in cluster:2048 cluster64:100 cluster128:2048 tree:2048; do
-            step "racecheck-${run%%:*}" 240 env DSATOPK_BITONIC_SPLIT=${run%%:*} compute-sanitizer \
-                --tool racecheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick \
-                --k "${run##*:}"
+            step "racecheck-${run%%:*}" 240 compute-sanitizer \
+                --tool racecheck --error-exitcode 9 test_gpu_backends --backend bitonic \
+                --plan "${run%%:*}" --quick --k "${run##*:}"
         done
         ;;
     kernel)
-        # A quick check of bitonic after a kernel change: the suite in every split mode (the
+        # A quick check of bitonic after a kernel change: the suite in every plan (the
         # cluster path's, the tree's with leaves of 8192 and of 2048), rows of 3-16 CTAs
         # (--longest), memcheck and racecheck on the quick cases (the full sweep: cluster, split).
-        for mode in auto cluster cluster16 cluster32 cluster64 cluster128 tree always; do
-            step "suite-$mode" 120 env DSATOPK_BITONIC_SPLIT=$mode test_gpu_backends --backend bitonic
+        for mode in auto cluster cluster16 cluster32 cluster64 cluster128 tree tree_deep one_cta; do
+            step "suite-$mode" 120 test_gpu_backends --backend bitonic --plan "$mode"
         done
         for run in cluster:57000 cluster64:200000 cluster128:300000; do
-            step "longest-${run%%:*}-${run##*:}" 100 env DSATOPK_BITONIC_SPLIT=${run%%:*} \
-                test_gpu_backends --backend bitonic --quick --longest "${run##*:}"
+            step "longest-${run%%:*}-${run##*:}" 100 test_gpu_backends --backend bitonic \
+                --plan "${run%%:*}" --quick --longest "${run##*:}"
         done
         for mode in cluster cluster128; do
-            step "memcheck-$mode" 200 env DSATOPK_BITONIC_SPLIT=$mode compute-sanitizer \
-                --tool memcheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick
+            step "memcheck-$mode" 200 compute-sanitizer \
+                --tool memcheck --error-exitcode 9 test_gpu_backends --backend bitonic --plan "$mode" --quick
         done
-        step racecheck-cluster64 200 env DSATOPK_BITONIC_SPLIT=cluster64 compute-sanitizer \
-            --tool racecheck --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        step racecheck-cluster64 200 compute-sanitizer \
+            --tool racecheck --error-exitcode 9 test_gpu_backends --backend bitonic --plan cluster64 \
+            --quick --k 100
         ;;
     bench-ab)
         # bitonic's speed, this binary ("new") against device-bundle/bin/dsatopk-audit-NAME for
@@ -125,10 +126,11 @@ for s in $steps; do
     phases)
         # Where the bitonic kernels' CTAs spend a call (the measurement build of
         # scripts/device-bundle.sh): mean microseconds from a CTA's start to each mark, as auto
-        # chooses and with each path forced. Then the same shapes timed by the normal build.
+        # chooses and with each path forced (bitonic@PLAN). Then the same shapes timed by the
+        # normal build.
         for mode in auto cluster tree; do
-            step "phases-$mode" 300 env DSATOPK_BITONIC_SPLIT=$mode dsatopk-audit-phases bench \
-                --backends bitonic "${shape_args[@]}" --out "$OUT/phases-$mode.json"
+            step "phases-$mode" 300 dsatopk-audit-phases bench \
+                --backends "bitonic@$mode" "${shape_args[@]}" --out "$OUT/phases-$mode.json"
         done
         step bench-shapes 300 dsatopk-audit bench --backends bitonic,radix "${shape_args[@]}" \
             --out "$OUT/bench-shapes.json"
@@ -137,7 +139,7 @@ for s in $steps; do
         # bitonic alone, as auto chooses (cluster path) and with the tree path, same shapes.
         step bench-auto 300 dsatopk-audit bench --backends bitonic,radix "${shape_args[@]}" \
             --out "$OUT/bench-auto.json"
-        step bench-tree 300 env DSATOPK_BITONIC_SPLIT=tree dsatopk-audit bench --backends bitonic \
+        step bench-tree 300 dsatopk-audit bench --backends bitonic@tree \
             "${shape_args[@]}" --out "$OUT/bench-tree.json"
         ;;
     sanitize)
@@ -158,8 +160,8 @@ for s in $steps; do
     racecheck-split)
         # bitonic's tree path with leaves of 2048 on every shape (racecheck above lets bitonic
         # choose: the tree path for k <= 4096, leaves of 8192).
-        step racecheck-split 150 env DSATOPK_BITONIC_SPLIT=always compute-sanitizer --tool racecheck \
-            --error-exitcode 9 test_gpu_backends --backend bitonic --quick --k 100
+        step racecheck-split 150 compute-sanitizer --tool racecheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --plan tree_deep --quick --k 100
         ;;
     sanitize-run)
         # `run` itself under memcheck: the replay's streams, events and noise queue (keeper,
@@ -246,6 +248,30 @@ sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
         done
         for job in quickstart breakdown; do
             cp "/tmp/ab-$job-new.json" "$OUT/$job-new.json"
+        done
+        ;;
+    hash-share)
+        # The share of `run`'s wall time spent on SHA-256 (time_breakdown_ms.hash_ms summed over
+        # every record x backend) on the seed captures, for this binary and each build named in
+        # HASH_BUILDS (default "ossl": -Dsha256=openssl, carried as dsatopk-audit-ossl): the
+        # measurement behind the sha256 option's default (docs/PERF.md "The audit itself").
+        [ -d /tmp/seed ] || step seed-captures 120 scripts/make-seed-captures.sh /tmp/seed \
+            device-bundle/bin/dsatopk-audit
+        for build in new ${HASH_BUILDS:-ossl}; do
+            binary=$(build_binary "$build")
+            started=$(date +%s%N)
+            timeout 300 "$binary" run --reps 25 --out "/tmp/hash-$build.json" /tmp/seed \
+                >"/tmp/hash-$build.txt" 2>&1
+            rc=$?
+            wall=$((($(date +%s%N) - started) / 1000000))
+            python3 - "/tmp/hash-$build.json" "$build" "$rc" "$wall" <<'PY' | tee -a "$LOG"
+import json, sys
+report, build, rc, wall = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], float(sys.argv[4])
+hash_ms = sum(b.get("time_breakdown_ms", {}).get("hash_ms", 0.0)
+              for r in report["records"] for b in r.get("backends", []))
+print(f"hash-share {build}: rc {rc}, run {wall:.0f} ms, SHA-256 {hash_ms:.1f} ms = "
+      f"{100.0 * hash_ms / wall:.1f}% of the wall time")
+PY
         done
         ;;
     bench)

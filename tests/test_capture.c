@@ -7,11 +7,14 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -1097,6 +1100,187 @@ static int make_test_directory(void **state)
     return mkdtemp(test_directory) ? 0 : -1;
 }
 
+/* ---- memory follows what was verified, not what the header claims ---- */
+
+/* A sparse file: a header claiming payload_bytes uncompressed payload bytes (CRC right, a SHA-256
+ * that no payload of zeros has), then a hole of that size. false when the filesystem refuses. */
+static bool write_sparse_claim(const char *path, uint64_t payload_bytes)
+{
+    uint8_t header[HEADER_BYTES] = { 0 };
+    memcpy(header, "DSATOPK\n", 8);
+    put_u16(header + 8, 1);
+    put_u64(header + 16, payload_bytes);
+    put_u64(header + 24, payload_bytes);
+    memset(header + 32, 0xab, 32);
+    put_u32(header + 68, (uint32_t)crc32(0L, header, 68));
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, header, sizeof(header)), (ssize_t)sizeof(header));
+    bool made = ftruncate(fd, (off_t)(HEADER_BYTES + payload_bytes)) == 0;
+    assert_int_equal(close(fd), 0);
+    return made;
+}
+
+struct child_read {
+    int status;
+    enum capture_read_state state;
+    char message[AUDIT_ERROR_MESSAGE_BYTES];
+    long peak_kib; /* the child's peak resident set */
+};
+
+/* Reads the first record of path in a child process (its peak resident set is then this read's
+ * alone, plus what the fork shares); cap 0 keeps the reader's default. */
+static void read_in_child(const char *path, uint64_t cap, struct child_read *result)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct child_read out = { 0 };
+        struct capture_reader *reader = NULL;
+        struct audit_error err = { 0 };
+        close(fds[0]);
+        out.status = capture_open(&reader, path, &err);
+        if (out.status == AUDIT_OK) {
+            struct capture_record record;
+            if (cap)
+                capture_reader_set_max_record_bytes(reader, cap);
+            out.status = capture_read_record(reader, &record, &err);
+            if (out.status == 1)
+                capture_record_free(&record);
+            out.state = capture_reader_state(reader);
+            capture_close(reader);
+        }
+        snprintf(out.message, sizeof(out.message), "%s", err.message);
+        _exit(write(fds[1], &out, sizeof(out)) == (ssize_t)sizeof(out) ? 0 : 1);
+    }
+    close(fds[1]);
+    memset(result, 0, sizeof(*result));
+    assert_int_equal(read(fds[0], result, sizeof(*result)), (ssize_t)sizeof(*result));
+    close(fds[0]);
+    int wait_status = 0;
+    struct rusage usage;
+    assert_int_equal(wait4(pid, &wait_status, 0, &usage), pid);
+    assert_true(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0);
+    result->peak_kib = usage.ru_maxrss;
+}
+
+/* The peak of a child that reads a tiny capture: what every child starts with. */
+static long baseline_peak_kib(void)
+{
+    char path[512];
+    struct capture_record record;
+    struct child_read result;
+    path_in_test_directory(path, sizeof(path), "tiny.bin");
+    unlink(path);
+    build_record(&record, &small_spec);
+    append_or_fail(path, &record, false);
+    capture_record_free(&record);
+    read_in_child(path, 0, &result);
+    assert_int_equal(result.status, 1);
+    return result.peak_kib;
+}
+
+#define MIB_IN_KIB 1024L
+
+static void test_sparse_claim_is_hashed_in_bounded_memory(void **state)
+{
+    (void)state;
+    char path[512];
+    struct child_read result;
+    long baseline = baseline_peak_kib();
+    path_in_test_directory(path, sizeof(path), "sparse.bin");
+    if (!write_sparse_claim(path, (uint64_t)1 << 30))
+        skip();
+    read_in_child(path, 0, &result);
+    assert_int_equal(result.status, AUDIT_EDATA);
+    assert_int_equal(result.state, CAPTURE_READ_CORRUPT);
+    if (!strstr(result.message, path) ||
+        !strstr(result.message, "record 0 at byte 0: corrupt: payload SHA-256 mismatch"))
+        fail_msg("unexpected message: %s", result.message);
+    /* 1 GiB claimed, a few MiB of buffers held. */
+    if (result.peak_kib - baseline > 32 * MIB_IN_KIB)
+        fail_msg("reading a 1 GiB sparse claim took %ld KiB more than a tiny file",
+                 result.peak_kib - baseline);
+    unlink(path);
+}
+
+static void test_record_over_the_memory_cap_is_refused_unread(void **state)
+{
+    (void)state;
+    char path[512], expected[256];
+    struct child_read result;
+    long baseline = baseline_peak_kib();
+    path_in_test_directory(path, sizeof(path), "sparse.bin");
+    if (!write_sparse_claim(path, CAPTURE_MAX_PAYLOAD_BYTES))
+        skip();
+    read_in_child(path, 0, &result);
+    assert_int_equal(result.status, AUDIT_ENOMEM);
+    assert_int_equal(result.state, CAPTURE_READ_TOO_LARGE);
+    snprintf(expected, sizeof(expected), "record 0 at byte 0: too large: the raw payload of "
+             "68719476736 bytes is over the memory cap of %llu bytes per record",
+             (unsigned long long)CAPTURE_DEFAULT_MAX_RECORD_BYTES);
+    if (!strstr(result.message, path) || !strstr(result.message, expected))
+        fail_msg("unexpected message: %s", result.message);
+    assert_true(result.peak_kib - baseline < 32 * MIB_IN_KIB);
+    unlink(path);
+
+    /* The cap, per reader and for the process: a record just over it is refused, one at it read. */
+    struct capture_record record;
+    build_record(&record, &small_spec);
+    path_in_test_directory(path, sizeof(path), "tiny.bin");
+    unlink(path);
+    append_or_fail(path, &record, false);
+    capture_record_free(&record);
+    struct stat info;
+    assert_int_equal(stat(path, &info), 0);
+    uint64_t raw_bytes = (uint64_t)info.st_size - HEADER_BYTES;
+    read_in_child(path, raw_bytes - 1, &result);
+    assert_int_equal(result.state, CAPTURE_READ_TOO_LARGE);
+    read_in_child(path, raw_bytes, &result);
+    assert_int_equal(result.status, 1);
+    capture_set_max_record_bytes(raw_bytes - 1);
+    assert_int_equal(capture_max_record_bytes(), raw_bytes - 1);
+    read_in_child(path, 0, &result);
+    assert_int_equal(result.state, CAPTURE_READ_TOO_LARGE);
+    capture_set_max_record_bytes(0);
+    assert_int_equal(capture_max_record_bytes(), CAPTURE_DEFAULT_MAX_RECORD_BYTES);
+}
+
+/* A valid 64 MiB record is read straight into its arrays: one copy, not the stored bytes, the
+ * raw payload and the arrays. */
+static void test_valid_record_is_read_into_one_copy(void **state)
+{
+    (void)state;
+    const uint32_t rows = 4, stride = 4u << 20; /* 64 MiB of scores */
+    for (int compress = 0; compress <= 1; compress++) {
+        char path[512];
+        struct child_read result;
+        struct capture_record record = { .rows = rows, .k = 8, .row_stride = stride };
+        record.scores = calloc((size_t)rows * stride, sizeof(float));
+        record.lengths = calloc(rows, sizeof(int32_t));
+        assert_non_null(record.scores);
+        assert_non_null(record.lengths);
+        for (uint32_t b = 0; b < rows; b++)
+            record.lengths[b] = (int32_t)stride;
+        path_in_test_directory(path, sizeof(path), "large.bin");
+        unlink(path);
+        append_or_fail(path, &record, compress);
+        capture_record_free(&record);
+        /* Measured now: what this process still holds (an allocator may keep freed blocks
+         * resident) is in both children. */
+        long baseline = baseline_peak_kib();
+        read_in_child(path, 0, &result);
+        if (result.status != 1)
+            fail_msg("reading the 64 MiB record failed: %s", result.message);
+        if (result.peak_kib - baseline > (64 + 16) * MIB_IN_KIB)
+            fail_msg("reading a 64 MiB %s record took %ld KiB more than a tiny file",
+                     compress ? "compressed" : "plain", result.peak_kib - baseline);
+        unlink(path);
+    }
+}
+
 static int remove_test_directory(void **state)
 {
     (void)state;
@@ -1104,6 +1288,7 @@ static int remove_test_directory(void **state)
         "round_trip.bin", "shape.bin", "metadata.bin", "first.bin", "second.bin", "joined.bin",
         "growing.bin", "two.bin", "cut.bin", "bad_header.bin", "bad_payload.bin", "garbage.bin",
         "source.bin", "hostile.bin", "inflate.bin", "contents.bin", "never-written.bin",
+        "tiny.bin", "sparse.bin", "large.bin",
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         char path[512];
@@ -1132,6 +1317,9 @@ int main(void)
         cmocka_unit_test(test_payload_contents_are_validated_on_read),
         cmocka_unit_test(test_validate_rejections),
         cmocka_unit_test(test_copy_is_deep_and_free_zeroes),
+        cmocka_unit_test(test_sparse_claim_is_hashed_in_bounded_memory),
+        cmocka_unit_test(test_record_over_the_memory_cap_is_refused_unread),
+        cmocka_unit_test(test_valid_record_is_read_into_one_copy),
     };
     return cmocka_run_group_tests(tests, make_test_directory, remove_test_directory);
 }

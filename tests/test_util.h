@@ -5,6 +5,8 @@
 #define DSATOPK_TEST_UTIL_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint64_t rng_state __attribute__((unused));
@@ -34,6 +36,13 @@ static inline uint32_t bits_of(float value)
     uint32_t bits;
     memcpy(&bits, &value, sizeof(bits));
     return bits;
+}
+
+/* Creates $TMPDIR/NAME.XXXXXX (/tmp without TMPDIR) and leaves its path in directory; 0 or -1. */
+static inline int make_temporary_directory(char *directory, size_t size, const char *name)
+{
+    snprintf(directory, size, "%s/%s.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", name);
+    return mkdtemp(directory) ? 0 : -1;
 }
 
 #endif

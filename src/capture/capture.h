@@ -18,6 +18,11 @@
 #define CAPTURE_MAX_PAYLOAD_BYTES ((uint64_t)64 << 30)
 #define CAPTURE_MAX_METADATA_BYTES ((uint64_t)16 << 20)
 
+/* The memory cap per record a reader starts with: a record whose raw payload is larger is refused
+ * (CAPTURE_READ_TOO_LARGE) before any of it is read. A reader holds one record's arrays, about
+ * its raw payload bytes, plus a few MiB of buffers (docs/FORMAT.md "Reading"). */
+#define CAPTURE_DEFAULT_MAX_RECORD_BYTES ((uint64_t)8 << 30)
+
 /* One top-k call. All arrays are owned by the record (record_free releases them). Row b's
  * window is scores[b * row_stride + start, ... + start + lengths[b]) where start is
  * row_starts[b] when row_starts is present and 0 otherwise; indices are relative to the window
@@ -64,17 +69,29 @@ enum capture_read_state {
     CAPTURE_READ_END,       /* clean end of file after the last complete record */
     CAPTURE_READ_TRUNCATED, /* the file ends inside a record (writer killed mid-append) */
     CAPTURE_READ_CORRUPT,   /* bad magic, header checksum, payload hash, or inconsistent sizes */
+    CAPTURE_READ_TOO_LARGE, /* the record's raw payload is over the reader's memory cap */
 };
 
 struct capture_reader;
 
+/* The memory cap of readers opened from now on (0: CAPTURE_DEFAULT_MAX_RECORD_BYTES); the
+ * command line's global --max-record-bytes sets it. */
+void capture_set_max_record_bytes(uint64_t bytes);
+uint64_t capture_max_record_bytes(void);
+
+/* Opens a capture for reading: a regular file only (src/common/input_file.h: a FIFO, directory
+ * or device is refused with AUDIT_EIO, never waited on). */
 int capture_open(struct capture_reader **reader, const char *path, struct audit_error *err);
+/* This reader's memory cap (0: the process default). */
+void capture_reader_set_max_record_bytes(struct capture_reader *reader, uint64_t bytes);
 void capture_close(struct capture_reader *reader);
 
 /* Reads the next record. Returns 1 with *record filled, 0 at a clean end of file, or a negative
- * code (AUDIT_EDATA for truncated/corrupt, AUDIT_EIO, AUDIT_ENOMEM) with err naming the file,
- * record index and byte offset. After an error the reader stops; records already returned stay
- * valid. capture_reader_state() tells truncated from corrupt. */
+ * code (AUDIT_EDATA for truncated/corrupt, AUDIT_EIO, AUDIT_ENOMEM: out of memory or over the
+ * memory cap) with err naming the file, record index and byte offset. After an error the reader
+ * stops; records already returned stay valid. capture_reader_state() tells truncated, corrupt
+ * and too large apart. The stored payload is hashed in bounded pieces before the record's arrays
+ * are allocated, so a damaged record costs no memory of its claimed size. */
 int capture_read_record(struct capture_reader *reader, struct capture_record *record,
                         struct audit_error *err);
 enum capture_read_state capture_reader_state(const struct capture_reader *reader);
@@ -88,8 +105,36 @@ const char *capture_reader_path(const struct capture_reader *reader);
  * entries present for every window, k range). Used by the reader and the writer. */
 int capture_record_validate(const struct capture_record *record, struct audit_error *err);
 
-/* Appends one record to path (created if missing) with a single write followed by fsync, so a
- * writer killed mid-append leaves at worst one truncated last record. compress: zlib the payload. */
+/* The bytes of one record as a file stores it (header and stored payload; compress: zlib the
+ * payload), validated first: *bytes is malloc'ed, *size bytes long. */
+int capture_encode_record(const struct capture_record *record, bool compress, uint8_t **bytes,
+                          uint64_t *size, struct audit_error *err);
+
+/* Replaces path with a capture of this one record (src/common/output_file.h: complete or not at
+ * all; devices and FIFOs written through). */
+int capture_write_record(const char *path, const struct capture_record *record, bool compress,
+                         struct audit_error *err);
+
+struct capture_append_options {
+    bool compress;    /* zlib the payload */
+    bool repair_tail; /* cut a damaged tail first (when no complete record lies past it) */
+};
+
+struct capture_tail;
+
+/* Appends one record to path (created if missing). Under a whole-file write lock (fcntl, the
+ * one the Python hook takes), the tail is checked (src/capture/capture_tail.h): a file whose
+ * last record is torn or corrupt is refused with AUDIT_EDATA and the repair in the message, or,
+ * with repair_tail, cut back to its complete records first; a file with complete records past
+ * its damage is always refused. The record then goes on with one write loop and an fsync, so a
+ * writer killed mid-append leaves at worst one truncated last record, and a failed write is taken
+ * back. A character device or FIFO is written through. tail (may be NULL) receives what the
+ * check found: state != CAPTURE_READ_END after a success means the tail was cut. */
+int capture_append(const char *path, const struct capture_record *record,
+                   const struct capture_append_options *options, struct capture_tail *tail,
+                   struct audit_error *err);
+
+/* capture_append without repair and without the tail report. */
 int capture_append_record(const char *path, const struct capture_record *record, bool compress,
                           struct audit_error *err);
 

@@ -1,10 +1,14 @@
 #include "inspect_json.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "capture.h"
+#include "capture_tail.h"
+#include "input_file.h"
 #include "json_util.h"
 
 cJSON *inspect_json_begin(const struct document_context *context)
@@ -67,12 +71,75 @@ static const char *file_status_of(int status, const struct capture_reader *reade
         totals->corrupt_files++;
         return "corrupt";
     }
+    if (status == AUDIT_ENOMEM && state == CAPTURE_READ_TOO_LARGE) {
+        totals->too_large_files++;
+        return "too_large";
+    }
     if (status == AUDIT_ENOMEM) {
-        totals->out_of_memory = true;
+        totals->out_of_memory_files++;
         return "out_of_memory";
     }
     totals->unreadable_files++;
     return "unreadable";
+}
+
+/* 'PATH' for a shell command line, into quoted (false when it does not fit). */
+static bool shell_quote(const char *path, char *quoted, size_t size)
+{
+    size_t used = 0;
+    if (size < 3)
+        return false;
+    quoted[used++] = '\'';
+    for (const char *p = path; *p; p++) {
+        const char *piece = *p == '\'' ? "'\\''" : NULL;
+        size_t length = piece ? 4 : 1;
+        if (used + length + 2 > size)
+            return false;
+        if (piece)
+            memcpy(quoted + used, piece, length);
+        else
+            quoted[used] = *p;
+        used += length;
+    }
+    quoted[used++] = '\'';
+    quoted[used] = '\0';
+    return true;
+}
+
+/* The repair of a file whose reading stopped at outcome->next_offset after intact records: see
+ * struct inspect_file_outcome. Adds "repair" and "complete_record_after_bytes" to error. */
+static void advise_repair(const char *path, bool truncated, struct inspect_file_outcome *outcome,
+                          cJSON *error)
+{
+    struct audit_error err = { 0 };
+    uint64_t size = 0, after = 0, damage = outcome->next_offset;
+    bool found = false;
+    char quoted[4096];
+    int fd = -1;
+    if (shell_quote(path, quoted, sizeof(quoted)) &&
+        input_file_open(path, &fd, &size, &err) == AUDIT_OK &&
+        capture_find_complete_record(fd, path, damage, size, &found, &after, &err) == AUDIT_OK) {
+        if (found)
+            snprintf(outcome->repair, sizeof(outcome->repair),
+                     "tail -c +%" PRIu64 " %s >%s.rest && truncate -s %" PRIu64
+                     " %s && cat %s.rest >>%s && rm %s.rest",
+                     after + 1, quoted, quoted, damage, quoted, quoted, quoted, quoted);
+        else if (outcome->next_record > 0 || truncated)
+            snprintf(outcome->repair, sizeof(outcome->repair), "truncate -s %" PRIu64 " %s",
+                     damage, quoted);
+        outcome->complete_record_after = found;
+        outcome->complete_record_offset = after;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (outcome->repair[0])
+        cJSON_AddStringToObject(error, "repair", outcome->repair);
+    else
+        cJSON_AddNullToObject(error, "repair");
+    if (found)
+        json_add_u64(error, "complete_record_after_bytes", after);
+    else
+        cJSON_AddNullToObject(error, "complete_record_after_bytes");
 }
 
 /* Every record of the file into records; returns how the reading ended (0 at a clean end). */
@@ -114,7 +181,7 @@ int inspect_json_add_file(cJSON *document, const char *path, struct inspect_tota
     }
     totals->files++;
     cJSON_AddStringToObject(file, "path", path);
-    if (stat(path, &info) == 0)
+    if (stat(path, &info) == 0 && S_ISREG(info.st_mode))
         json_add_u64(file, "size_bytes", (uint64_t)info.st_size);
     else
         cJSON_AddNullToObject(file, "size_bytes");
@@ -138,6 +205,9 @@ int inspect_json_add_file(cJSON *document, const char *path, struct inspect_tota
             }
             cJSON_AddStringToObject(error, "kind", outcome->file_status);
             cJSON_AddStringToObject(error, "message", outcome->message);
+            if (status == AUDIT_EDATA && reader)
+                advise_repair(path, strcmp(outcome->file_status, "truncated") == 0, outcome,
+                              error);
         }
     } else {
         cJSON_AddNullToObject(file, "error");
@@ -156,6 +226,8 @@ int inspect_json_finish(cJSON *document, const struct inspect_totals *totals)
     json_add_u64(summary, "records", totals->records);
     json_add_u64(summary, "truncated_files", totals->truncated_files);
     json_add_u64(summary, "corrupt_files", totals->corrupt_files);
+    json_add_u64(summary, "too_large_files", totals->too_large_files);
     json_add_u64(summary, "unreadable_files", totals->unreadable_files);
+    json_add_u64(summary, "out_of_memory_files", totals->out_of_memory_files);
     return AUDIT_OK;
 }

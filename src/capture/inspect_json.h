@@ -20,17 +20,26 @@
 /* What reading all files found. */
 struct inspect_totals {
     uint64_t files, records;
-    uint64_t truncated_files, corrupt_files, unreadable_files;
-    bool out_of_memory;
+    uint64_t truncated_files, corrupt_files, too_large_files, unreadable_files;
+    uint64_t out_of_memory_files;
+    bool out_of_memory; /* the listing itself ran out of memory */
 };
 
 /* How one file ended, for the caller's messages. */
 struct inspect_file_outcome {
     int status;              /* 0, or the AUDIT_E* code that ended the file */
-    const char *file_status; /* "ok", "truncated", "corrupt", "unreadable", "out_of_memory" */
+    const char *file_status; /* "ok", "truncated", "corrupt", "too_large", "unreadable",
+                                "out_of_memory" */
     char message[AUDIT_ERROR_MESSAGE_BYTES];
     uint32_t next_record;    /* records before the end or the damage */
     uint64_t next_offset;    /* where they end */
+    /* The repair of a truncated or corrupt file (empty when none is given): cut the file back
+     * to next_offset when no complete record lies past the damage, else cut the damaged bytes
+     * out (complete_record_after: the first complete record past them starts at
+     * complete_record_offset). Never cuts a complete record. */
+    char repair[3 * 4096 + 256];
+    bool complete_record_after;
+    uint64_t complete_record_offset;
 };
 
 /* A new document: schema, schema_version, context and an empty file list; NULL when out of

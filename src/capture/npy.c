@@ -9,6 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "capture.h"
+#include "input_file.h"
+
 static const uint8_t npy_magic[6] = { 0x93, 'N', 'U', 'M', 'P', 'Y' };
 
 void host_tensor_free(struct host_tensor *tensor)
@@ -221,44 +224,13 @@ int tensor_to_int32(const struct host_tensor *tensor, int32_t *out, struct audit
 int tensor_read_file_bytes(const char *path, uint8_t **bytes, size_t *size,
                            struct audit_error *err)
 {
-    int status = AUDIT_OK;
-    uint8_t *buffer = NULL;
-    struct stat info;
-    FILE *file = fopen(path, "rb");
-    *bytes = NULL;
-    *size = 0;
-    if (!file)
-        return audit_fail(err, AUDIT_EIO, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fileno(file), &info) != 0) {
-        status = audit_fail(err, AUDIT_EIO, "%s: cannot stat: %s", path, strerror(errno));
-        goto error;
-    }
-    if (!S_ISREG(info.st_mode)) {
-        status = audit_fail(err, AUDIT_EIO, "%s: not a regular file", path);
-        goto error;
-    }
-    if ((uint64_t)info.st_size > (uint64_t)SIZE_MAX - 1) {
-        status = audit_fail(err, AUDIT_ENOMEM, "%s: too large to read", path);
-        goto error;
-    }
-    size_t length = (size_t)info.st_size;
-    buffer = malloc(length ? length : 1);
-    if (!buffer) {
-        status = audit_fail(err, AUDIT_ENOMEM, "%s: out of memory reading %zu bytes", path, length);
-        goto error;
-    }
-    if (length && fread(buffer, 1, length, file) != length) {
-        status = audit_fail(err, AUDIT_EIO, "%s: read failed", path);
-        goto error;
-    }
-    fclose(file);
-    *bytes = buffer;
-    *size = length;
-    return AUDIT_OK;
-error:
-    free(buffer);
-    fclose(file);
-    return status;
+    /* The array becomes one record: the record's memory cap bounds the file too. */
+    int status = input_file_read_all(path, capture_max_record_bytes(),
+                                     "an array file (the memory cap per record, dsatopk-audit "
+                                     "--max-record-bytes)", bytes, size, err);
+    if (status == AUDIT_EDATA && err)
+        err->code = AUDIT_ENOMEM; /* a limit of this run, not a fault of the file */
+    return status == AUDIT_EDATA ? AUDIT_ENOMEM : status;
 }
 
 /* ---- the header dict: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } ---- */

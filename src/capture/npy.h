@@ -70,7 +70,9 @@ int tensor_to_float32(const struct host_tensor *tensor, float *out, struct audit
  * tensor and the element (its multi-index and flat position). Float tensors are refused. */
 int tensor_to_int32(const struct host_tensor *tensor, int32_t *out, struct audit_error *err);
 
-/* Reads a whole file into a malloc'ed buffer (*bytes, *size). */
+/* Reads a whole regular file into a malloc'ed buffer (*bytes, *size): a FIFO, directory or
+ * device is refused (AUDIT_EIO, src/common/input_file.h), a file larger than the memory cap per
+ * record (capture_max_record_bytes) with AUDIT_ENOMEM. */
 int tensor_read_file_bytes(const char *path, uint8_t **bytes, size_t *size,
                            struct audit_error *err);
 

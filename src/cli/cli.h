@@ -36,6 +36,10 @@ int cli_parse_uint_list(const char *text, unsigned long long *values, int capaci
 /* Parses an unsigned integer option value; returns 0 or -1 (not a number, out of range). */
 int cli_parse_uint(const char *text, unsigned long long max, unsigned long long *value);
 
+/* Parses a byte count: digits, optionally followed by K, M, G or T (binary multiples). Returns 0
+ * or -1 (malformed, or beyond 2^64 - 1). */
+int cli_parse_bytes(const char *text, unsigned long long *value);
+
 /* The tool version and git revision, e.g. "0.1.0 (g1a2b3c4)". */
 const char *cli_version(void);
 

@@ -12,9 +12,12 @@
 #include "bench.h"
 #include "bench_json.h"
 #include "cli.h"
+#include "cuda_check.h"
 #include "document_context.h"
 #include "error.h"
 #include "json_util.h"
+#include "phase_timing.h"
+#include "synth.h"
 #include "topk_backends.h"
 
 #define BENCH_MAX_SHAPES 256

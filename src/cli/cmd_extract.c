@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "error.h"
 #include "json_util.h"
+#include "output_file.h"
 #include "report_read.h"
 #include "selection.h"
 
@@ -279,6 +280,19 @@ static int check_records_exist(const struct extract_options *options, const uint
     return AUDIT_OK;
 }
 
+/* Adds one record to the output being written. */
+static int write_record(struct output_file *out, const struct capture_record *record,
+                        bool compress, struct audit_error *err)
+{
+    uint8_t *bytes = NULL;
+    uint64_t size = 0;
+    int status = capture_encode_record(record, compress, &bytes, &size, err);
+    if (status == AUDIT_OK)
+        status = output_file_write(out, bytes, (size_t)size, err);
+    free(bytes);
+    return status;
+}
+
 static int extract(const struct extract_options *options, struct audit_error *err)
 {
     struct capture_reader *reader = NULL;
@@ -287,8 +301,7 @@ static int extract(const struct extract_options *options, struct audit_error *er
     size_t record_count = 0, row_count = 0;
     uint64_t written_records = 0, written_rows = 0;
     uint32_t records_seen = 0;
-    char temporary[4096];
-    bool temporary_created = false;
+    struct output_file *out = NULL;
     int status;
 
     if (options->records_text &&
@@ -301,13 +314,12 @@ static int extract(const struct extract_options *options, struct audit_error *er
         goto done;
     if (options->report && (status = read_report(options, &report_rows, err)) < 0)
         goto done;
-    if (snprintf(temporary, sizeof(temporary), "%s.tmp.%ld", options->output, (long)getpid()) >=
-        (int)sizeof(temporary)) {
-        status = audit_fail(err, AUDIT_EIO, "%s: path too long", options->output);
+    if (strcmp(options->output, "-") == 0) {
+        status = audit_fail(err, AUDIT_EUSAGE, "-o: a capture is binary; give a file path, not '-'");
         goto done;
     }
-    unlink(temporary);
-    if ((status = capture_open(&reader, options->input, err)) < 0)
+    if ((status = capture_open(&reader, options->input, err)) < 0 ||
+        (status = output_file_open(&out, options->output, err)) < 0)
         goto done;
 
     size_t pair_cursor = 0;
@@ -378,10 +390,8 @@ static int extract(const struct extract_options *options, struct audit_error *er
             status = provenance_metadata(&record, options, rows, count, &extracted.metadata_json,
                                          err);
         }
-        if (status == AUDIT_OK) {
-            temporary_created = true;
-            status = capture_append_record(temporary, &extracted, options->compress, err);
-        }
+        if (status == AUDIT_OK)
+            status = write_record(out, &extracted, options->compress, err);
         capture_record_free(&extracted);
         capture_record_free(&record);
         if (status < 0)
@@ -399,18 +409,15 @@ static int extract(const struct extract_options *options, struct audit_error *er
                             "row)", options->input);
         goto done;
     }
-    if (rename(temporary, options->output) != 0) {
-        status = audit_fail(err, AUDIT_EIO, "%s: cannot rename into place: %s", options->output,
-                            strerror(errno));
+    status = output_file_commit(out, err);
+    out = NULL;
+    if (status < 0)
         goto done;
-    }
-    temporary_created = false;
     printf("extract: wrote %" PRIu64 " record%s (%" PRIu64 " rows) of %s to %s\n", written_records,
            written_records == 1 ? "" : "s", written_rows, options->input, options->output);
     status = AUDIT_OK;
 done:
-    if (temporary_created)
-        unlink(temporary);
+    output_file_discard(out);
     capture_close(reader);
     free(report_rows.pairs);
     free(record_list);

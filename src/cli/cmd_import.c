@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "capture.h"
+#include "capture_tail.h"
 #include "cli.h"
 #include "error.h"
 #include "json_util.h"
@@ -23,8 +24,9 @@
 static const char import_usage[] =
     "usage: dsatopk-audit import --scores FILE --k K -o OUT.bin [options]\n"
     "\n"
-    "Builds one capture record from array files and writes it to OUT.bin (replacing it\n"
-    "atomically) or appends it (--append). Each FILE is a .npy file (format 1.0, 2.0 or 3.0,\n"
+    "Builds one capture record from array files and writes it to OUT.bin (replacing it whole\n"
+    "once written, its mode kept) or appends it (--append: under a lock, after checking that\n"
+    "OUT.bin ends in a complete record). Each FILE is a .npy file (format 1.0, 2.0 or 3.0,\n"
     "C order, little-endian) or a .safetensors file, written FILE:TENSOR to pick a tensor\n"
     "(FILE alone when it holds exactly one). The format is recognised by the file's content.\n"
     "\n"
@@ -43,12 +45,15 @@ static const char import_usage[] =
     "                                of every input file) is added to it\n"
     "  --compress                    zlib-compress the payload\n"
     "  --append                      append to OUT.bin instead of replacing it\n"
+    "  --repair-tail                 with --append: first cut a torn or corrupt last record\n"
+    "                                off OUT.bin (refused when a complete record lies past it)\n"
     "  -o, --output OUT.bin          the capture file to write\n"
     "  -h, --help                    show this help\n"
     "\n"
     "exit codes: 0 written; 2 usage error; 3 an input file is unreadable, malformed, of an\n"
     "            unsupported dtype / byte order / layout, or the shapes disagree (the message\n"
-    "            names the file and the field); 4 out of memory\n";
+    "            names the file and the field), or OUT.bin ends in a damaged record (--append);\n"
+    "            4 out of memory, or an input file over the memory cap (--max-record-bytes)\n";
 
 struct import_options {
     const char *scores, *lengths, *row_starts, *page_table, *page_table_row_starts;
@@ -56,7 +61,7 @@ struct import_options {
     const char *metadata;
     const char *output;
     unsigned long long k, page_size;
-    bool k_given, page_size_given, compress, append;
+    bool k_given, page_size_given, compress, append, repair_tail;
 };
 
 static int fail(int status, const struct audit_error *err)
@@ -70,7 +75,7 @@ static int parse_options(int argc, char **argv, struct import_options *options)
     enum {
         OPT_SCORES = 256, OPT_LENGTHS, OPT_ROW_STARTS, OPT_PAGE_TABLE, OPT_PAGE_SIZE,
         OPT_PAGE_TABLE_ROW_STARTS, OPT_ENGINE_INDICES, OPT_K, OPT_METADATA, OPT_COMPRESS,
-        OPT_APPEND,
+        OPT_APPEND, OPT_REPAIR_TAIL,
     };
     static const struct option long_options[] = {
         { "scores", required_argument, NULL, OPT_SCORES },
@@ -84,6 +89,7 @@ static int parse_options(int argc, char **argv, struct import_options *options)
         { "metadata", required_argument, NULL, OPT_METADATA },
         { "compress", no_argument, NULL, OPT_COMPRESS },
         { "append", no_argument, NULL, OPT_APPEND },
+        { "repair-tail", no_argument, NULL, OPT_REPAIR_TAIL },
         { "output", required_argument, NULL, 'o' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -101,6 +107,7 @@ static int parse_options(int argc, char **argv, struct import_options *options)
         case OPT_METADATA: options->metadata = optarg; break;
         case OPT_COMPRESS: options->compress = true; break;
         case OPT_APPEND: options->append = true; break;
+        case OPT_REPAIR_TAIL: options->repair_tail = true; break;
         case 'o': options->output = optarg; break;
         case OPT_K:
             if (cli_parse_uint(optarg, CAPTURE_MAX_K, &options->k) < 0 || options->k == 0)
@@ -130,6 +137,8 @@ static int parse_options(int argc, char **argv, struct import_options *options)
         return cli_usage_error(&cmd_import, "--k K is required");
     if (!options->output)
         return cli_usage_error(&cmd_import, "-o OUT.bin is required");
+    if (options->repair_tail && !options->append)
+        return cli_usage_error(&cmd_import, "--repair-tail applies only with --append");
     if (options->page_table && !options->page_size_given)
         return cli_usage_error(&cmd_import, "--page-table needs --page-size");
     if (options->page_size_given && !options->page_table)
@@ -298,23 +307,19 @@ static int check_windows(const struct capture_record *record, const char *length
     return AUDIT_OK;
 }
 
-/* Writes the record: appended, or to a temporary file renamed over the output. */
+/* Writes the record: appended (after the tail check), or replacing the output. */
 static int write_record(const struct import_options *options, const struct capture_record *record,
                         struct audit_error *err)
 {
-    if (options->append)
-        return capture_append_record(options->output, record, options->compress, err);
-    char temporary[4096];
-    if (snprintf(temporary, sizeof(temporary), "%s.tmp.%ld", options->output, (long)getpid()) >=
-        (int)sizeof(temporary))
-        return audit_fail(err, AUDIT_EIO, "%s: path too long", options->output);
-    unlink(temporary);
-    int status = capture_append_record(temporary, record, options->compress, err);
-    if (status == AUDIT_OK && rename(temporary, options->output) != 0)
-        status = audit_fail(err, AUDIT_EIO, "%s: cannot rename into place: %s", options->output,
-                            strerror(errno));
-    if (status < 0)
-        unlink(temporary);
+    if (!options->append)
+        return capture_write_record(options->output, record, options->compress, err);
+    const struct capture_append_options append = { options->compress, options->repair_tail };
+    struct capture_tail tail;
+    int status = capture_append(options->output, record, &append, &tail, err);
+    if (status == AUDIT_OK && tail.state != CAPTURE_READ_END)
+        printf("import: %s: cut the damaged tail (%s) back to %" PRIu32 " record%s, %" PRIu64
+               " bytes\n", options->output, tail.problem, tail.records,
+               tail.records == 1 ? "" : "s", tail.intact_bytes);
     return status;
 }
 

@@ -30,7 +30,11 @@ static const char inspect_usage[] =
     "Each record's header CRC-32 and payload SHA-256 are checked while it is read.\n"
     "\n"
     "A file that ends in a truncated record (a writer killed mid-append) or a corrupt one is\n"
-    "reported on stderr with the record index and byte offset; the records before it are listed.\n"
+    "reported on stderr with the record index and byte offset; the records before it are listed,\n"
+    "with the repair: cutting the file back to them when no complete record lies past the\n"
+    "damage, else cutting the damaged bytes out (the advice never drops a complete record).\n"
+    "A record whose raw payload is over the memory cap (dsatopk-audit --max-record-bytes,\n"
+    "default 8G) is reported too_large without being read.\n"
     "\n"
     "options:\n"
     "  --verify            exit 3 when any file ends in a truncated or corrupt record\n"
@@ -39,8 +43,8 @@ static const char inspect_usage[] =
     "  -h, --help          show this help\n"
     "\n"
     "exit codes: 0 ok (truncated or corrupt files too, unless --verify); 2 usage error;\n"
-    "            3 a file is missing or unreadable, or with --verify truncated or corrupt;\n"
-    "            4 out of memory\n";
+    "            3 a file is missing, unreadable or not a regular file, or with --verify\n"
+    "            truncated or corrupt; 4 out of memory, or a record over the memory cap\n";
 
 enum output_format { FORMAT_TABLE, FORMAT_JSON };
 
@@ -60,12 +64,17 @@ static int inspect_file(cJSON *document, const char *path, struct inspect_totals
     if (outcome.status == AUDIT_OK)
         return AUDIT_OK;
     fprintf(stderr, "dsatopk-audit inspect: %s\n", outcome.message);
-    if (strcmp(outcome.file_status, "truncated") == 0)
-        fprintf(stderr, "dsatopk-audit inspect: %s: %" PRIu32 " intact record%s end at byte "
-                "%" PRIu64 " (a writer killed mid-append leaves this; `truncate -s %" PRIu64
-                "` keeps them before appending more)\n",
-                path, outcome.next_record, outcome.next_record == 1 ? "" : "s",
-                outcome.next_offset, outcome.next_offset);
+    if (outcome.complete_record_after)
+        fprintf(stderr, "dsatopk-audit inspect: %s: a complete record starts at byte %" PRIu64
+                " past the damage at byte %" PRIu64 ", so cutting the file back would lose it; "
+                "cut bytes %" PRIu64 "..%" PRIu64 " out instead: %s\n", path,
+                outcome.complete_record_offset, outcome.next_offset, outcome.next_offset,
+                outcome.complete_record_offset - 1, outcome.repair);
+    else if (outcome.repair[0])
+        fprintf(stderr, "dsatopk-audit inspect: %s: %" PRIu32 " intact record%s end at byte %"
+                PRIu64 " and no complete record follows; `%s` keeps them (so does the next "
+                "synth/import --append --repair-tail)\n", path, outcome.next_record,
+                outcome.next_record == 1 ? "" : "s", outcome.next_offset, outcome.repair);
     return AUDIT_OK;
 }
 
@@ -177,10 +186,12 @@ static void print_table(FILE *out, const cJSON *document)
             fprintf(out, "# %s\n", string_field(error, "message"));
     }
     const cJSON *summary = cJSON_GetObjectItemCaseSensitive(document, "summary");
-    fprintf(out, "# files: %.0f, records: %.0f, truncated: %.0f, corrupt: %.0f, unreadable: %.0f\n",
+    fprintf(out, "# files: %.0f, records: %.0f, truncated: %.0f, corrupt: %.0f, too large: %.0f, "
+            "unreadable: %.0f, out of memory: %.0f\n",
             number_field(summary, "files"), number_field(summary, "records"),
             number_field(summary, "truncated_files"), number_field(summary, "corrupt_files"),
-            number_field(summary, "unreadable_files"));
+            number_field(summary, "too_large_files"), number_field(summary, "unreadable_files"),
+            number_field(summary, "out_of_memory_files"));
 }
 
 static int parse_options(int argc, char **argv, struct inspect_options *options)
@@ -250,7 +261,7 @@ static int run_inspect(int argc, char **argv)
         exit_code = audit_exit_code(err.code);
         goto done;
     }
-    if (totals.out_of_memory)
+    if (totals.out_of_memory || totals.out_of_memory_files + totals.too_large_files > 0)
         exit_code = EXIT_DEVICE;
     else if (totals.unreadable_files > 0 ||
              (options.verify && totals.truncated_files + totals.corrupt_files > 0))

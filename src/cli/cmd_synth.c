@@ -1,6 +1,7 @@
 /* dsatopk-audit synth: writes one record of a documented synthetic family (docs/SYNTH.md). */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "capture.h"
+#include "capture_tail.h"
 #include "cli.h"
 #include "error.h"
 #include "synth.h"
@@ -20,8 +22,10 @@ static const char synth_usage[] =
     "       dsatopk-audit synth --list\n"
     "\n"
     "Writes one record of family F, generated from a seed with a portable generator: the same\n"
-    "options give the same bytes on every machine. Without --append, FILE is replaced\n"
-    "atomically (temporary file, then rename); with --append the record is added at its end.\n"
+    "options give the same bytes on every machine. Without --append, FILE is replaced whole\n"
+    "once the record is written (its mode kept; a device or FIFO is written through); with\n"
+    "--append the record is added at its end, under a lock, after checking that FILE ends in a\n"
+    "complete record (a torn last record is refused, naming the repair).\n"
     "\n"
     "  -f, --family F       plateau, tie, relu, narrow, indexer, random, neginf, allequal,\n"
     "                       short, offsets, padded, paged, signedzero, nan, subnormal (--list)\n"
@@ -39,11 +43,14 @@ static const char synth_usage[] =
     "                       offsets: row_starts range over [0, N] (default 61)\n"
     "  -z, --compress       zlib-compress the payload\n"
     "  -a, --append         append to FILE instead of replacing it\n"
+    "      --repair-tail    with --append: first cut a torn or corrupt last record off FILE\n"
+    "                       (refused when a complete record lies past the damage)\n"
     "  -o, --output FILE    the capture file to write\n"
     "      --list           print the families, one line each, and exit\n"
     "\n"
     "Family definitions, formulas and the generator: docs/SYNTH.md.\n"
-    "Exit codes: 0 written, 2 bad option, 3 FILE could not be written, 4 out of memory.\n";
+    "Exit codes: 0 written, 2 bad option, 3 FILE could not be written or ends in a damaged\n"
+    "record (--append), 4 out of memory.\n";
 
 /* One line per family for --list; every name in synth_family_names has one. */
 static const struct {
@@ -132,31 +139,6 @@ static int add_tool_metadata(struct capture_record *record, struct audit_error *
     return AUDIT_OK;
 }
 
-/* Replaces path with one record: written to path.tmp.PID, then renamed over path. */
-static int write_replacing(const char *path, const struct capture_record *record, bool compress,
-                           struct audit_error *err)
-{
-    char temporary[4096];
-    if (snprintf(temporary, sizeof(temporary), "%s.tmp.%ld", path, (long)getpid()) >=
-        (int)sizeof(temporary))
-        return audit_fail(err, AUDIT_EIO, "%s: path too long", path);
-    if (unlink(temporary) != 0 && errno != ENOENT)
-        return audit_fail(err, AUDIT_EIO, "%s: cannot remove a stale temporary file: %s",
-                          temporary, strerror(errno));
-    int status = capture_append_record(temporary, record, compress, err);
-    if (status < 0)
-        goto error;
-    if (rename(temporary, path) != 0) {
-        status = audit_fail(err, AUDIT_EIO, "%s: cannot rename %s into place: %s", path,
-                            temporary, strerror(errno));
-        goto error;
-    }
-    return AUDIT_OK;
-error:
-    unlink(temporary);
-    return status;
-}
-
 enum synth_option {
     OPTION_DISTINCT = 256,
     OPTION_TIES,
@@ -166,6 +148,7 @@ enum synth_option {
     OPTION_PAGE_SIZE,
     OPTION_STRIDE_PAD,
     OPTION_LIST,
+    OPTION_REPAIR_TAIL,
 };
 
 /* Options that only one family (or two) reads: given for another family they are a mistake. */
@@ -197,6 +180,7 @@ static int run_synth(int argc, char **argv)
         { "append", no_argument, NULL, 'a' },
         { "output", required_argument, NULL, 'o' },
         { "list", no_argument, NULL, OPTION_LIST },
+        { "repair-tail", no_argument, NULL, OPTION_REPAIR_TAIL },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -209,7 +193,7 @@ static int run_synth(int argc, char **argv)
         .rho = 0.9,
         .mu = -1.0,
     };
-    bool compress = false, append = false, list = false;
+    bool compress = false, append = false, list = false, repair_tail = false;
     bool given_distinct = false, given_ties = false, given_heads = false, given_rho = false,
          given_mu = false, given_page_size = false, given_stride_pad = false;
     const char *output = NULL;
@@ -225,6 +209,7 @@ static int run_synth(int argc, char **argv)
         case 'a': append = true; continue;
         case 'o': output = optarg; continue;
         case OPTION_LIST: list = true; continue;
+        case OPTION_REPAIR_TAIL: repair_tail = true; continue;
         case 'h': cli_print_usage(&cmd_synth, stdout); return EXIT_AUDIT_OK;
         case 's':
             if (cli_parse_uint(optarg, UINT64_C(1) << 53, &value) < 0)
@@ -289,6 +274,8 @@ static int run_synth(int argc, char **argv)
         return cli_usage_error(&cmd_synth, "--family is required (see --list)");
     if (!output)
         return cli_usage_error(&cmd_synth, "-o/--output FILE is required");
+    if (repair_tail && !append)
+        return cli_usage_error(&cmd_synth, "--repair-tail applies only with --append");
     if (strcmp(output, "-") == 0)
         return cli_usage_error(&cmd_synth, "-o: a capture is binary; give a file path, not '-'");
     if ((given_page_size && params.page_size == 0) || (given_heads && params.heads == 0) ||
@@ -323,10 +310,16 @@ static int run_synth(int argc, char **argv)
         goto error;
     if ((status = add_tool_metadata(&record, &err)) < 0)
         goto error;
-    status = append ? capture_append_record(output, &record, compress, &err)
-                    : write_replacing(output, &record, compress, &err);
+    struct capture_tail tail = { .state = CAPTURE_READ_END };
+    const struct capture_append_options append_options = { compress, repair_tail };
+    status = append ? capture_append(output, &record, &append_options, &tail, &err)
+                    : capture_write_record(output, &record, compress, &err);
     if (status < 0)
         goto error;
+    if (tail.state != CAPTURE_READ_END)
+        printf("%s: cut the damaged tail (%s) back to %" PRIu32 " record%s, %" PRIu64 " bytes\n",
+               output, tail.problem, tail.records, tail.records == 1 ? "" : "s",
+               tail.intact_bytes);
     printf("%s: %s %s, %u rows x %u, k %u, seed %llu%s\n", output,
            append ? "appended" : "wrote", params.family, record.rows, params.length, record.k,
            (unsigned long long)params.seed, compress ? ", zlib" : "");

@@ -1,12 +1,15 @@
 /* dsatopk-audit: a thin command-line front over the library in src/ and kernels/.
  * Each command lives in its own src/cli/cmd_*.c; this file only dispatches and prints help. */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "cli.h"
 #include "error.h"
 #include "hash.h"
@@ -109,6 +112,27 @@ int cli_parse_uint_list(const char *text, unsigned long long *values, int capaci
     return count;
 }
 
+int cli_parse_bytes(const char *text, unsigned long long *value)
+{
+    static const char suffixes[] = "KMGT";
+    char number[32];
+    size_t length = text ? strlen(text) : 0;
+    unsigned shift = 0;
+    if (length == 0 || length >= sizeof(number))
+        return -1;
+    memcpy(number, text, length + 1);
+    const char *suffix = strchr(suffixes, number[length - 1]);
+    if (suffix) {
+        shift = 10 * (unsigned)(suffix - suffixes + 1);
+        number[length - 1] = '\0';
+    }
+    unsigned long long parsed;
+    if (cli_parse_uint(number, ULLONG_MAX >> shift, &parsed) < 0)
+        return -1;
+    *value = parsed << shift;
+    return 0;
+}
+
 static const struct cli_command *find_command(const char *name)
 {
     for (int i = 0; command_table[i]; i++)
@@ -120,9 +144,15 @@ static const struct cli_command *find_command(const char *name)
 static void print_help(FILE *out)
 {
     fprintf(out,
-            "usage: dsatopk-audit [--emulate-smem-per-sm BYTES] <command> [options]\n"
+            "usage: dsatopk-audit [global options] <command> [options]\n"
             "       dsatopk-audit help <command> | --help | --version\n\n"
             "A determinism auditor and replay tool for DSA top-k selection kernels.\n\n"
+            "global options:\n"
+            "  --emulate-smem-per-sm BYTES  run and devices: act as if each SM had this much\n"
+            "                               shared memory\n"
+            "  --max-record-bytes N[K|M|G|T]  memory cap per capture record read (default 8G):\n"
+            "                               a record whose raw payload is larger is refused\n"
+            "                               before it is read (exit 4)\n\n"
             "commands:\n");
     for (int i = 0; command_table[i]; i++)
         fprintf(out, "  %-10s %s\n", command_table[i]->name, command_table[i]->summary);
@@ -133,6 +163,9 @@ static void print_help(FILE *out)
 int main(int argc, char **argv)
 {
     remember_command_line(argc, argv);
+    /* A file-size limit (ulimit -f) then fails the write with EFBIG instead of killing the
+     * process, and every writer rolls back as it does for a full disk. */
+    signal(SIGXFSZ, SIG_IGN);
     if (hash_init() != 0) {
         fprintf(stderr, "dsatopk-audit: the SHA-256 library failed to initialise\n");
         return EXIT_DEVICE;
@@ -141,6 +174,7 @@ int main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { "emulate-smem-per-sm", required_argument, NULL, 'E' },
+        { "max-record-bytes", required_argument, NULL, 'M' },
         { NULL, 0, NULL, 0 },
     };
     int option;
@@ -154,6 +188,14 @@ int main(int argc, char **argv)
                 return cli_usage_error(NULL, "--emulate-smem-per-sm: '%s' is not a byte count",
                                        optarg);
             break;
+        case 'M': {
+            unsigned long long bytes = 0;
+            if (cli_parse_bytes(optarg, &bytes) < 0 || bytes == 0)
+                return cli_usage_error(NULL, "--max-record-bytes: '%s' is not a byte count above 0 "
+                                       "(a number, optionally with K, M, G or T)", optarg);
+            capture_set_max_record_bytes(bytes);
+            break;
+        }
         default: print_help(stderr); return EXIT_USAGE;
         }
     }

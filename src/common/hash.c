@@ -4,10 +4,12 @@
  * host twin. */
 #include "hash.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "index_sort.h"
+#include "input_file.h"
 #include "output_hash.h"
 
 /* One SHA-256 stream: sha256_begin, sha256_update..., sha256_end (which releases it). */
@@ -75,6 +77,38 @@ void hash_bytes(const void *data, size_t size, uint8_t digest[HASH_BYTES])
     sha256_begin(&stream);
     sha256_update(&stream, data, size);
     sha256_end(&stream, digest);
+}
+
+int hash_file_range(int fd, uint64_t offset, uint64_t size, uint8_t digest[HASH_BYTES],
+                    uint64_t *hashed)
+{
+    sha256_stream stream;
+    *hashed = 0;
+    uint8_t *buffer = malloc(HASH_FILE_CHUNK_BYTES);
+    if (!buffer) {
+        errno = ENOMEM;
+        return -1;
+    }
+    sha256_begin(&stream);
+    while (*hashed < size) {
+        uint64_t want = size - *hashed < HASH_FILE_CHUNK_BYTES ? size - *hashed
+                                                                : HASH_FILE_CHUNK_BYTES;
+        uint64_t got = 0;
+        if (input_file_read_at(fd, buffer, want, offset + *hashed, &got) < 0) {
+            int saved = errno;
+            sha256_end(&stream, digest);
+            free(buffer);
+            errno = saved;
+            return -1;
+        }
+        sha256_update(&stream, buffer, (size_t)got);
+        *hashed += got;
+        if (got < want)
+            break;
+    }
+    sha256_end(&stream, digest);
+    free(buffer);
+    return 0;
 }
 
 void hash_to_hex(const uint8_t digest[HASH_BYTES], char hex[HASH_HEX_BYTES])

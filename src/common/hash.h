@@ -12,6 +12,13 @@
 int hash_init(void);
 
 void hash_bytes(const void *data, size_t size, uint8_t digest[HASH_BYTES]);
+/* SHA-256 of size bytes of the open file fd from offset, read with pread() in pieces of
+ * HASH_FILE_CHUNK_BYTES, so memory stays bounded whatever size is (the file offset is not moved).
+ * Returns 0 with *hashed == size; 0 with *hashed < size when the file ends first (digest then
+ * meaningless); -1 with errno set on a read error or when the buffer cannot be allocated. */
+#define HASH_FILE_CHUNK_BYTES ((size_t)1 << 20)
+int hash_file_range(int fd, uint64_t offset, uint64_t size, uint8_t digest[HASH_BYTES],
+                    uint64_t *hashed);
 void hash_to_hex(const uint8_t digest[HASH_BYTES], char hex[HASH_HEX_BYTES]);
 
 /* Hash of rows x k int32 indices as little-endian bytes (what --dump-outputs writes). */

@@ -1,5 +1,6 @@
 /* cJSON helpers shared by every command that writes JSON: numbers that never become NaN or
- * Infinity tokens, 64-bit counts, and atomic writes (temporary file, fsync, rename). */
+ * Infinity tokens, 64-bit counts, whole-document writes (src/common/output_file.h) and reads
+ * (src/common/input_file.h). */
 #ifndef DSATOPK_JSON_UTIL_H
 #define DSATOPK_JSON_UTIL_H
 
@@ -18,7 +19,8 @@ void json_add_float_exact(cJSON *object, const char *name, float value);
 cJSON *json_add_u64(cJSON *object, const char *name, uint64_t value);
 cJSON *json_add_hex(cJSON *object, const char *name, const uint8_t *bytes, size_t size);
 
-/* Writes text to path atomically: path.tmp.PID, fsync, rename. "-" writes to stdout. */
+/* Writes text to path by the rules of output_file.h: "-" is stdout, devices and FIFOs are
+ * written through, anything else is replaced only once the new text is complete. */
 int json_write_text_atomic(const char *path, const char *text, struct audit_error *err);
 /* Prints json (formatted) and writes it atomically to path. */
 int json_write_file(const char *path, const cJSON *json, struct audit_error *err);
@@ -27,8 +29,11 @@ int json_write_file(const char *path, const cJSON *json, struct audit_error *err
  * prints. Returns a malloc'ed string, NULL when out of memory. */
 char *json_render(const cJSON *document, void (*table)(FILE *out, const cJSON *document));
 
-/* Reads and parses a whole JSON file; AUDIT_EDATA names the file and the byte where parsing
- * stopped. */
+/* The largest JSON document read. */
+#define JSON_MAX_DOCUMENT_BYTES ((uint64_t)1 << 30)
+
+/* Reads (input_file_read_all: regular files only, never blocking on a FIFO) and parses a whole
+ * JSON file; AUDIT_EDATA names the file and the byte where parsing stopped. */
 int json_read_file(const char *path, cJSON **json_out, struct audit_error *err);
 
 #endif

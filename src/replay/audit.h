@@ -39,6 +39,8 @@
 
 #include "engine_check.h"
 #include "error.h"
+#include "gpu_device.h"
+#include "noise.h"
 #include "report.h"
 #include "topk_backends.h"
 

@@ -38,7 +38,7 @@ static void no_device_reason(const char *why, char *reason, size_t size)
 /* The probe worker: device count and every device's description, in one message. */
 static int probe_worker_main(struct worker_channel *channel, size_t first, void *user)
 {
-    const struct audit_options *options = user;
+    const struct audit_options *options = ((const struct audit_state *)user)->options;
     struct audit_probe *probe = calloc(1, sizeof(*probe));
     (void)first;
     if (!probe)
@@ -58,7 +58,7 @@ static int probe_worker_main(struct worker_channel *channel, size_t first, void 
 
 static int on_probe_result(void *user, size_t task, const struct worker_event *event)
 {
-    struct audit_probe *probe = user;
+    struct audit_probe *probe = &((struct audit_state *)user)->probe;
     (void)task;
     if (event->outcome == WORKER_MESSAGE && event->bytes == sizeof(*probe)) {
         memcpy(probe, event->data, sizeof(*probe));
@@ -77,7 +77,7 @@ int audit_probe_devices(struct audit_state *state, struct worker_keeper *keeper,
                         struct audit_error *err)
 {
     memset(&state->probe, 0, sizeof(state->probe));
-    return worker_keeper_start(keeper, probe_worker_main, on_probe_result, &state->probe,
+    return worker_keeper_start(keeper, probe_worker_main, on_probe_result, state,
                                state->options->timeout_ms, err);
 }
 

@@ -11,6 +11,7 @@
  * bytes a call must move (scores read once, outputs written once) over the device-to-device
  * copy bandwidth measured at start. */
 #include "bench.h"
+#include "cuda_check.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -13,11 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "topk_backends.h"
 #include "error.h"
 #include "hash.h"
+#include "input_file.h"
 #include "plugin.h"
 
 #define PLUGIN_NAME_BYTES 64
@@ -234,31 +235,18 @@ static bool valid_name(const char *name)
 
 static int file_sha256(const char *path, char hex[HASH_HEX_BYTES], struct audit_error *err)
 {
-    int status = AUDIT_OK;
-    uint8_t *bytes = NULL;
-    FILE *file = fopen(path, "rb");
-    if (!file)
-        return audit_fail(err, AUDIT_EIO, "plugin %s: cannot open: %s", path, strerror(errno));
-    struct stat info;
-    if (fstat(fileno(file), &info) != 0 || !S_ISREG(info.st_mode)) {
-        status = audit_fail(err, AUDIT_EIO, "plugin %s: not a regular file", path);
-        goto done;
-    }
-    bytes = malloc(info.st_size > 0 ? (size_t)info.st_size : 1);
-    if (!bytes) {
-        status = audit_fail(err, AUDIT_ENOMEM, "plugin %s: out of memory reading it", path);
-        goto done;
-    }
-    if (fread(bytes, 1, (size_t)info.st_size, file) != (size_t)info.st_size) {
-        status = audit_fail(err, AUDIT_EIO, "plugin %s: read failed", path);
-        goto done;
-    }
+    int fd = -1;
+    uint64_t size = 0, hashed = 0;
     uint8_t digest[HASH_BYTES];
-    hash_bytes(bytes, (size_t)info.st_size, digest);
-    hash_to_hex(digest, hex);
-done:
-    free(bytes);
-    fclose(file);
+    struct audit_error open_err = { 0 };
+    int status = input_file_open(path, &fd, &size, &open_err);
+    if (status < 0) /* "plugin PATH: cannot open: ...", "plugin PATH: is a FIFO, ..." */
+        return audit_fail(err, status, "plugin %s", open_err.message);
+    if (hash_file_range(fd, 0, size, digest, &hashed) < 0 || hashed < size)
+        status = audit_fail(err, AUDIT_EIO, "plugin %s: read failed", path);
+    else
+        hash_to_hex(digest, hex);
+    close(fd);
     return status;
 }
 

@@ -11,6 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cuda_check.h"
 #include "output_hash.h"
 #include "selection.h"
 #include "tally_queue.h"

@@ -20,6 +20,7 @@
 #include "capture.h"
 #include "checks.h"
 #include "error.h"
+#include "noise.h"
 #include "report.h"
 
 /* Output bytes are set to this before every launch: each int32 slot then reads 0xA5A5A5A5,

@@ -37,3 +37,19 @@ finish() {
     echo "$PASSES passed, $FAILURES failed"
     [ "$FAILURES" -eq 0 ]
 }
+
+# need_python_with_numpy: sets PYTHON to a python3 that imports numpy (Debian's python3-numpy
+# serves /usr/bin/python3, which may not be the first python3 on PATH) and puts tools/python on
+# PYTHONPATH; fails the test when there is none.
+need_python_with_numpy() {
+    PYTHON=
+    for candidate in ${PYTHON_WITH_NUMPY:-} python3 /usr/bin/python3; do
+        if "$candidate" -c 'import numpy' 2>/dev/null; then PYTHON=$candidate; break; fi
+    done
+    if [ -z "$PYTHON" ]; then
+        fail "no python3 with numpy found (install python3-numpy, or set PYTHON_WITH_NUMPY)"
+        finish
+        exit 1
+    fi
+    export PYTHONPATH="$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}"
+}

@@ -6,16 +6,7 @@
 # code and a message naming the file and the field.
 . "$(dirname "$0")/lib.sh"
 
-PYTHON=
-for candidate in ${PYTHON_WITH_NUMPY:-} python3 /usr/bin/python3; do
-    if "$candidate" -c 'import numpy' 2>/dev/null; then PYTHON=$candidate; break; fi
-done
-if [ -z "$PYTHON" ]; then
-    fail "no python3 with numpy found (install python3-numpy, or set PYTHON_WITH_NUMPY)"
-    finish
-    exit 1
-fi
-export PYTHONPATH="$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}"
+need_python_with_numpy
 D=$TMP
 
 "$PYTHON" - "$D" <<'EOF' || fail "writing the input arrays"

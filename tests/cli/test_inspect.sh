@@ -4,18 +4,7 @@
 # truncated, corrupt and missing files and bad options.
 . "$(dirname "$0")/lib.sh"
 
-# The writer needs numpy; Debian's python3-numpy serves /usr/bin/python3, which may not be the
-# first python3 on PATH.
-PYTHON=
-for candidate in ${PYTHON_WITH_NUMPY:-} python3 /usr/bin/python3; do
-    if "$candidate" -c 'import numpy' 2>/dev/null; then PYTHON=$candidate; break; fi
-done
-if [ -z "$PYTHON" ]; then
-    fail "no python3 with numpy found (install python3-numpy, or set PYTHON_WITH_NUMPY)"
-    finish
-    exit 1
-fi
-export PYTHONPATH="$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}"
+need_python_with_numpy
 
 # Three records in a.bin (plain; every optional section, compressed; empty rows and a padded
 # stride) and one in b.bin.

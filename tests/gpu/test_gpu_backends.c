@@ -16,8 +16,12 @@
  * at all: radix on a 0.0 plateau under a busy sibling stream must give several distinct sets.
  *
  * Usage: test_gpu_backends [--seed N] [--backend NAME] [--family NAME] [--k N] [--quick]
- *                          [--longest N]
+ *                          [--longest N] [--plan PLAN]
  *                          [--verbose] [--inject-fault]
+ * --plan forces bitonic's plan (kernels/include/bitonic_plan.h: auto, tree, cluster,
+ * cluster16/32/64/128, tree_deep, one_cta) where it applies, as its launch API takes it: the
+ * suite then holds that path to the same claims. --backend bitonic@PLAN is the same as
+ * --backend bitonic --plan PLAN.
  * --inject-fault checks the harness itself: it corrupts one entry of every first output (an
  * index just past its row's window) before judging, so every case with a selected entry must
  * FAIL; a run in that mode that passes such a case means the harness cannot see faults.
@@ -38,7 +42,10 @@
 #include "capture.h"
 #include "census.h"
 #include "checks.h"
+#include "bitonic_plan.h"
+#include "cuda_check.h"
 #include "hash.h"
+#include "noise.h"
 #include "reference.h"
 #include "topk_backends.h"
 
@@ -611,6 +618,7 @@ struct options {
     int family; /* -1: all */
     uint32_t k; /* 0: all */
     uint32_t longest; /* 0: the default spread of row lengths */
+    enum bitonic_choice plan; /* bitonic's plan (BITONIC_CHOICE_AUTO: the table's entry) */
     bool quick, verbose;
     bool inject_fault; /* self-check of the harness: corrupt outputs, expect failures */
 };
@@ -948,6 +956,15 @@ static bool backend_selected(const struct harness *harness, const struct topk_ba
     return !harness->options.backend || strcmp(harness->options.backend, backend->name) == 0;
 }
 
+/* The entry that runs for table entry `backend`: bitonic with the plan of --plan. */
+static const struct topk_backend *backend_to_run(const struct harness *harness,
+                                                 const struct topk_backend *backend)
+{
+    if (strcmp(backend->name, "bitonic") == 0)
+        return bitonic_backend_with(harness->options.plan);
+    return backend;
+}
+
 /* Every selected backend on one family at one k. */
 static void run_family_case(struct harness *harness, int family, uint32_t k)
 {
@@ -977,7 +994,8 @@ static void run_family_case(struct harness *harness, int family, uint32_t k)
         char reason[256] = "";
         if (!backend_selected(harness, backend))
             continue;
-        if (backend->supports(&harness->device, &shape, reason, sizeof(reason))) {
+        if (backend_to_run(harness, backend)
+                ->supports(&harness->device, &shape, reason, sizeof(reason))) {
             supported[i] = 1;
             any_supported = true;
         } else {
@@ -998,7 +1016,8 @@ static void run_family_case(struct harness *harness, int family, uint32_t k)
         if (!supported[i])
             continue;
         if (status == 0 && !harness->device_lost &&
-            run_backend_case(harness, &test_case, topk_backend_table[i])) {
+            run_backend_case(harness, &test_case,
+                             backend_to_run(harness, topk_backend_table[i]))) {
             harness->table[i][family].passed++;
             harness->passed++;
         } else {
@@ -1142,12 +1161,14 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: test_gpu_backends [--seed N] [--backend NAME] [--family NAME] [--k N]\n"
-            "                         [--quick] [--longest N] [--verbose] [--inject-fault]\n"
+            "                         [--quick] [--longest N] [--plan PLAN] [--verbose]\n"
+            "                         [--inject-fault]\n"
             "Compares every GPU top-k backend with the CPU reference on seeded inputs and holds\n"
             "it to its claims. Exit 0 all passed, 1 a failure, 2 usage, 77 no CUDA device.\n"
             "--inject-fault corrupts one entry of every output: every case must then fail;\n"
             "exit 0 when each corrupted case failed (a self-check of the harness).\n"
             "--longest N: rows up to N elements, one of exactly N (sets how backends cut rows).\n"
+            "--plan PLAN: bitonic's plan forced where it applies: " BITONIC_CHOICE_NAMES ".\n"
             "families:");
     for (int f = 0; f < FAMILY_COUNT; f++)
         fprintf(out, " %s", family_names[f]);
@@ -1166,6 +1187,7 @@ static int parse_options(int argc, char **argv, struct options *options)
         { "k", required_argument, NULL, 'k' },
         { "quick", no_argument, NULL, 'q' },
         { "longest", required_argument, NULL, 'l' },
+        { "plan", required_argument, NULL, 'p' },
         { "verbose", no_argument, NULL, 'v' },
         { "inject-fault", no_argument, NULL, 'i' },
         { "help", no_argument, NULL, 'h' },
@@ -1177,7 +1199,7 @@ static int parse_options(int argc, char **argv, struct options *options)
 
     memset(options, 0, sizeof(*options));
     options->family = -1;
-    while ((option = getopt_long(argc, argv, "s:b:f:k:ql:vh", long_options, NULL)) != -1) {
+    while ((option = getopt_long(argc, argv, "s:b:f:k:ql:p:vh", long_options, NULL)) != -1) {
         switch (option) {
         case 's':
             options->seed = strtoull(optarg, &end, 0);
@@ -1187,10 +1209,23 @@ static int parse_options(int argc, char **argv, struct options *options)
             }
             seed_given = true;
             break;
-        case 'b':
+        case 'b': {
+            const char *at = strchr(optarg, '@');
             options->backend = optarg;
             if (!topk_backend_find(optarg)) {
                 fprintf(stderr, "test_gpu_backends: --backend: no backend named %s\n", optarg);
+                return -1;
+            }
+            if (at) { /* bitonic@PLAN: --backend bitonic --plan PLAN */
+                *(char *)at = '\0';
+                (void)bitonic_choice_parse(at + 1, &options->plan);
+            }
+            break;
+        }
+        case 'p':
+            if (bitonic_choice_parse(optarg, &options->plan) != 0) {
+                fprintf(stderr, "test_gpu_backends: --plan: expected %s: %s\n",
+                        BITONIC_CHOICE_NAMES, optarg);
                 return -1;
             }
             break;
@@ -1288,6 +1323,7 @@ int main(int argc, char **argv)
            harness.device.sm_count, harness.device.smem_per_sm);
     printf("seed: %" PRIu64 " (replay with --seed %" PRIu64 ")%s\n", harness.options.seed,
            harness.options.seed, harness.options.quick ? ", quick" : "");
+    printf("bitonic plan: %s\n", bitonic_choice_name(harness.options.plan));
     clock_gettime(CLOCK_MONOTONIC, &started);
 
     if (cudaStreamCreateWithFlags(&harness.stream, cudaStreamNonBlocking) != cudaSuccess ||

@@ -1,4 +1,4 @@
-/* GPU test of the pre-filter's row hashes (kernels/output_hash.cu) against their host twin
+/* GPU test of the pre-filter's row hashes (kernels/runtime/output_hash.cu) against their host twin
  * (hash_output_rows64 in src/common/hash.c): `run` counts a rep as a known output when the device's row
  * hashes equal those the host kept, so the two must agree bit for bit, for every shape `run`
  * meets: one row or many, k of 1, not a multiple of the block, larger than the block, with and
@@ -20,6 +20,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cuda_check.h"
 #include "hash.h"
 #include "output_hash.h"
 #include "topk_backends.h"

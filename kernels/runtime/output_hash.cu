@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "output_hash.h"
-#include "topk_backends.h"
+#include "cuda_check.h"
 
 #define OUTPUT_HASH_THREADS 256
 #define OUTPUT_HASH_WARPS (OUTPUT_HASH_THREADS / 32)

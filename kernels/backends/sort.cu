@@ -26,7 +26,8 @@
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include "topk_backends.h"
-#include "topk_common.cuh"
+#include "cuda_check.h"
+#include "common/topk_common.cuh"
 
 #define SORT_PREPARE_THREADS 256
 #define SORT_OUTPUT_THREADS 256

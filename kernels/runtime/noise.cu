@@ -1,6 +1,6 @@
 /* Noise on a sibling stream: work that competes with a replayed top-k for SMs, shared memory
- * and bandwidth, so that arrival-order kernels see different schedules from run to run (the
- * seed harness ran `noise_mat @ noise_mat` four times on a side stream for the same reason).
+ * and bandwidth, so that arrival-order kernels see different schedules from run to run, as
+ * they do beside a serving engine's other work.
  *
  * Kinds:
  *   gemm   four launches of our own tiled fp32 product of 2048 x 2048 matrices (~17 GFLOP
@@ -14,7 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "topk_backends.h"
+#include "noise.h"
+#include "cuda_check.h"
 
 #define NOISE_GEMM_N 2048
 #define NOISE_GEMM_LAUNCHES 4

@@ -5,7 +5,7 @@
 #ifndef DSATOPK_RADIX_SELECT_CUH
 #define DSATOPK_RADIX_SELECT_CUH
 
-#include "topk_common.cuh"
+#include "common/topk_common.cuh"
 
 #define SELECT_FULL_MASK 0xFFFFFFFFu
 #define SELECT_THREADS 1024u

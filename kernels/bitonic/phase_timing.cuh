@@ -7,7 +7,7 @@
 #ifndef DSATOPK_PHASE_TIMING_CUH
 #define DSATOPK_PHASE_TIMING_CUH
 
-#include "topk_backends.h"
+#include "phase_timing.h"
 
 #ifdef DSATOPK_PHASE_TIMING
 

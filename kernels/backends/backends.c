@@ -1,6 +1,7 @@
 /* The backend table: adding a backend is one .cu file and one line here (docs/BACKENDS.md). */
 #include <string.h>
 
+#include "bitonic_plan.h"
 #include "topk_backends.h"
 
 extern const struct topk_backend topk_backend_radix, topk_backend_filtered,
@@ -15,12 +16,23 @@ const struct topk_backend *const topk_backend_table[] = {
     NULL,
 };
 
+/* "bitonic@PLAN": bitonic with a plan forced (bitonic_plan.h), for tests and measurements. */
+static const struct topk_backend *find_planned(const char *name)
+{
+    static const char prefix[] = "bitonic@";
+    enum bitonic_choice choice;
+    if (strncmp(name, prefix, sizeof(prefix) - 1) != 0 ||
+        bitonic_choice_parse(name + sizeof(prefix) - 1, &choice) != 0)
+        return NULL;
+    return bitonic_backend_with(choice);
+}
+
 const struct topk_backend *topk_backend_find(const char *name)
 {
     for (int i = 0; topk_backend_table[i]; i++)
         if (strcmp(topk_backend_table[i]->name, name) == 0)
             return topk_backend_table[i];
-    return NULL;
+    return find_planned(name);
 }
 
 const char *topk_determinism_name(enum topk_determinism level)

@@ -5,8 +5,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "topk_backends.h"
-#include "topk_common.cuh"
+#include "gpu_device.h"
+#include "cuda_check.h"
+#include "common/topk_common.cuh"
 
 /* Errors that mean "this machine has no usable CUDA device", not "something failed". */
 static bool means_no_device(cudaError_t status)

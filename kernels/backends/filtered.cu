@@ -46,8 +46,9 @@
 #include <cstdio>
 
 #include "topk_backends.h"
-#include "topk_common.cuh"
-#include "radix_select.cuh"
+#include "cuda_check.h"
+#include "common/topk_common.cuh"
+#include "block/radix_select.cuh"
 
 #define FILTERED_THREADS 1024u
 #define FILTERED_WARPS (FILTERED_THREADS / 32u)

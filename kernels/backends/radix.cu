@@ -36,8 +36,8 @@
 #include <cstdio>
 
 #include "topk_backends.h"
-#include "topk_common.cuh"
-#include "radix_select.cuh"
+#include "common/topk_common.cuh"
+#include "block/radix_select.cuh"
 
 #define RADIX_THREADS 1024u
 #define RADIX_WARPS (RADIX_THREADS / 32u)

@@ -1,0 +1,328 @@
+/* bitonic's output stage: a row's final selection written in canonical order (key descending,
+ * index ascending), by the tree path's root and by the cluster path's leader.
+ *
+ * Strategy: a composite's rank is the count of selected composites in higher buckets plus the
+ * count of larger ones in its own bucket, a scan of that bucket. Buckets are 2048 equal slices
+ * of the selection's range, so on random and ReLU rows they stay small and this costs a few
+ * thousand instructions per warp where a bitonic sort of 2048 composites costs tens of
+ * thousands. One bucket too large for scans (a run of tied keys: ReLU plateaus) is bucketed
+ * again over its own range, which spreads its members by index; two of them, or one that stays
+ * large, fall back to the bitonic sort (block/bitonic_sort.cuh).
+ *
+ * Limits: a selection of at most the caller's buffer (composite_entries of it). The loops over
+ * entries stay rolled (`#pragma unroll 1`): the stage runs once per CTA, so its code is fetched
+ * cold, and instruction fetch is its largest stall.
+ * Determinism: every rank is a function of the values alone, so the scatters' atomic cursors
+ * do not matter: gpu_to_gpu. */
+#ifndef DSATOPK_BITONIC_OUTPUT_CUH
+#define DSATOPK_BITONIC_OUTPUT_CUH
+
+#include "bitonic/common.cuh"
+
+/* Bucket of a composite: 2048 equal slices of the range [low, high]. The range's top 21 bits
+ * (after `shift`) are scaled by 2048 / (range + 1) in float: a positive scale makes the map
+ * monotonic, and it spreads the entries over all 2048 buckets where a power-of-two slice width
+ * would leave up to half of them empty (the ranks' bucket scans are the stage's largest part). */
+struct bucket_map {
+    uint64_t low;
+    uint32_t shift;
+    float scale;
+};
+
+static __device__ __forceinline__ uint32_t bucket_of(const bucket_map &map, uint64_t c)
+{
+    const uint32_t scaled = (uint32_t)((float)(uint32_t)((c - map.low) >> map.shift) * map.scale);
+    return scaled < BITONIC_BINS ? scaled : BITONIC_BINS - 1;
+}
+
+/* The lowest and highest of the warp's values, in every lane. */
+static __device__ __forceinline__ void warp_range(uint64_t &low, uint64_t &high)
+{
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const uint64_t other_high = __shfl_xor_sync(0xFFFFFFFFu, high, offset);
+        const uint64_t other_low = __shfl_xor_sync(0xFFFFFFFFu, low, offset);
+        high = other_high > high ? other_high : high;
+        low = other_low < low ? other_low : low;
+    }
+}
+
+/* The map of composites in [low, high] onto the 2048 buckets (bucket_of): the range's top 21 bits
+ * (high - low >> shift < 2^21 is exact in float, and so is the product's bound below 2048). The
+ * same inputs give the same map in every thread and CTA. */
+static __device__ __forceinline__ bucket_map bucket_map_of(uint64_t low, uint64_t high)
+{
+    bucket_map map;
+    high = high > low ? high : low;
+    const uint32_t range_bits = high > low ? 64u - (uint32_t)__clzll((long long)(high - low)) : 0u;
+    map.low = low;
+    map.shift = range_bits > 21 ? range_bits - 21 : 0;
+    map.scale = (float)BITONIC_BINS / ((float)(uint32_t)((high - low) >> map.shift) + 1.0f);
+    return map;
+}
+
+/* The second half of the bucketing, once sizes[b] holds how many of the `count` composites of
+ * `source` fall in bucket b (by `map`): starts in descending bucket order, then the composites of
+ * the buckets that start below `limit` (those whose entries can rank below it) into `dest`,
+ * bucket b at dest[starts[b]], sizes[b] entries: `kept` entries, dest[0 .. kept); the rest are
+ * counted but not moved. shared.overflow_count and overflow_bucket must be zero on entry (and
+ * published by a barrier); afterwards overflow_count holds how many of the filled buckets exceed
+ * TREE_BUCKET_LIMIT and overflow_bucket one of them. Returns `kept`, the same in every thread;
+ * every thread must call it. */
+static __device__ uint32_t tree_bucket_place(const uint64_t *source, uint32_t count, uint32_t limit,
+                                             uint64_t *dest, uint32_t *starts, uint32_t *sizes,
+                                             const bucket_map &map, tree_shared &shared,
+                                             uint32_t &parity)
+{
+    /* Starts in descending bucket order; sizes become the scatter cursors. */
+    const uint32_t per = BITONIC_BINS / TREE_THREADS, top = BITONIC_BINS - 1 - threadIdx.x * per;
+    uint32_t counts[4], sum = 0;
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++) {
+        counts[j] = j < per ? sizes[top - j] : 0;
+        sum += counts[j];
+    }
+    uint32_t total;
+    uint32_t start = block_exclusive_sum_of<TREE_WARPS>(sum, shared.scan, parity, total);
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++) {
+        if (j < per) {
+            starts[top - j] = start;
+            sizes[top - j] = 0;
+            /* The bucket that holds position limit - 1 ends the filled ones (the cluster
+             * path's whole-bin gather holds up to twice the output: on random rows the
+             * densest buckets, just above the k-th largest, are the ones skipped). */
+            if (start < limit && start + counts[j] >= limit && counts[j])
+                shared.kept_end = start + counts[j];
+            if (counts[j] > TREE_BUCKET_LIMIT && start < limit) {
+                /* Atomic: with two or more large buckets several threads get here (the caller
+                 * then sorts instead and ignores the bucket, but a plain store would race). */
+                atomicAdd(&shared.overflow_count, 1u);
+                atomicMax(&shared.overflow_bucket, top - j);
+            }
+        }
+        start += counts[j];
+    }
+    __syncthreads();
+    PHASE_MARK(9);
+    const uint32_t kept = total < limit ? total : shared.kept_end; /* uniform */
+    /* OUTPUT_BATCH entries per thread at a time, each step over all of them: its loads and
+     * atomics in flight together (the leader runs 16 warps). */
+#pragma unroll 1
+    for (uint32_t e = threadIdx.x; e < count; e += OUTPUT_BATCH * TREE_THREADS) {
+        uint64_t c[OUTPUT_BATCH];
+        uint32_t bucket[OUTPUT_BATCH], first[OUTPUT_BATCH], slot[OUTPUT_BATCH];
+        bool take[OUTPUT_BATCH];
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++) {
+            c[b] = e + b * TREE_THREADS < count ? source[e + b * TREE_THREADS] : 0;
+            bucket[b] = bucket_of(map, c[b]);
+        }
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++)
+            first[b] = starts[bucket[b]];
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++) {
+            take[b] = e + b * TREE_THREADS < count && first[b] < limit;
+            slot[b] = atomicAdd(&sizes[bucket[b]], take[b] ? 1u : 0u); /* no branch */
+        }
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++)
+            if (take[b])
+                dest[first[b] + slot[b]] = c[b];
+    }
+    __syncthreads();
+    return kept;
+}
+
+/* Buckets the `count` composites of `source` into `dest` by bucket_of() over the range
+ * [low, high] of their values, in descending bucket order (tree_bucket_place). (The bits below
+ * the common prefix of low and high would put a range that crosses a power of two into a
+ * handful of buckets.) sizes must be zero on entry. Returns the map and `kept`, the same in
+ * every thread; every thread must call it. */
+static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint32_t limit,
+                                   uint64_t *dest, uint32_t *starts, uint32_t *sizes,
+                                   tree_shared &shared, uint32_t &parity, bucket_map &map,
+                                   uint32_t &kept)
+{
+    uint64_t low = ~0ull, high = 0;
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll 1
+    for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS) {
+        const uint64_t c = source[e];
+        high = c > high ? c : high;
+        low = c < low ? c : low;
+    }
+    warp_range(low, high);
+    if (lane == 0) {
+        shared.reduce_high[warp] = high;
+        shared.reduce_low[warp] = low;
+    }
+    __syncthreads();
+    PHASE_MARK(14);
+    if (threadIdx.x == 0) { /* after the barrier: every thread has read the previous call's */
+        shared.overflow_count = 0;
+        shared.overflow_bucket = 0;
+    }
+    for (uint32_t w = 0; w < TREE_WARPS; w++) {
+        high = shared.reduce_high[w] > high ? shared.reduce_high[w] : high;
+        low = shared.reduce_low[w] < low ? shared.reduce_low[w] : low;
+    }
+    map = bucket_map_of(low, high);
+#pragma unroll 1
+    for (uint32_t e = threadIdx.x; e < count; e += TREE_THREADS)
+        atomicAdd(&sizes[bucket_of(map, source[e])], 1u);
+    __syncthreads();
+    PHASE_MARK(15);
+    kept = tree_bucket_place(source, count, limit, dest, starts, sizes, map, shared, parity);
+}
+
+/* The root's output without a full sort: a composite's rank is the count of selected composites
+ * in higher buckets (tree_bucket's starts) plus the count of larger ones in its own bucket (a scan
+ * of that bucket). One bucket too large for scans (a run of tied keys at the boundary: ReLU
+ * plateaus) is bucketed again over its own range, which then spreads its members by index.
+ * Every rank is a function of the values alone, so the scatters' atomic cursors do not matter.
+ * Writes output positions below `limit` (ranks from `limit` on are dropped, -1 fills the
+ * positions from `selected` to `limit`). Returns NULL when it wrote the output, else the buffer
+ * (`bucketed`, holding the `kept` entries that can rank below `limit`, a superset of the top
+ * `limit`) that the caller must sort instead: two or more large buckets, or a large one that
+ * stays large. Every thread must call it; shared.sub_sizes must be zero on entry, and so must
+ * the histogram unless `counted` is given: then the histogram holds the selection's bucket sizes
+ * by that map (the cluster path's leader counted them) and shared.overflow_* are zero.
+ * `selection` is overwritten. */
+static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &problem, uint32_t row,
+                                                   uint64_t *selection, uint32_t selected,
+                                                   uint32_t limit, uint64_t *bucketed,
+                                                   const bucket_map *counted, tree_shared &shared,
+                                                   uint32_t &parity, uint32_t &kept)
+{
+    bucket_map map, sub_map = {};
+    if (counted) {
+        map = *counted;
+        kept = tree_bucket_place(selection, selected, limit, bucketed, shared.bucket_start,
+                                 shared.histogram, map, shared, parity);
+    } else {
+        tree_bucket(selection, selected, limit, bucketed, shared.bucket_start, shared.histogram,
+                    shared, parity, map, kept);
+    }
+    PHASE_MARK(10);
+    const uint32_t overflows = shared.overflow_count, large = shared.overflow_bucket;
+    if (overflows > 1)
+        return bucketed; /* uniform */
+    if (overflows == 1) {
+        /* The large bucket's members, grouped again by sub-bucket, into `selection`. */
+        uint32_t sub_kept; /* all of them: the limit is relative to the whole selection */
+        tree_bucket(bucketed + shared.bucket_start[large], shared.histogram[large], 0xFFFFFFFFu,
+                    selection, shared.sub_start, shared.sub_sizes, shared, parity, sub_map,
+                    sub_kept);
+        PHASE_MARK(11);
+        if (shared.overflow_count)
+            return bucketed; /* uniform */
+    }
+    /* Without a large bucket, `selection` is free: each entry's index goes to its rank there
+     * and the output is then written in order, 128 bytes per warp store, where a rank-order
+     * store from each entry touched 32 sectors per warp instruction. */
+    uint32_t *const ranked = overflows == 0 ? reinterpret_cast<uint32_t *>(selection) : NULL;
+    /* OUTPUT_BATCH entries per thread at a time, their bucket scans interleaved: one entry's
+     * scan is a chain of dependent shared-memory loads, and the leader runs 16 warps. */
+#pragma unroll 1
+    for (uint32_t e = threadIdx.x; e < kept; e += OUTPUT_BATCH * TREE_THREADS) {
+        uint64_t c[OUTPUT_BATCH];
+        const uint64_t *group[OUTPUT_BATCH];
+        uint32_t rank[OUTPUT_BATCH], first[OUTPUT_BATCH], members[OUTPUT_BATCH], most = 0;
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++) {
+            const bool valid = e + b * TREE_THREADS < kept;
+            c[b] = valid ? bucketed[e + b * TREE_THREADS] : 0;
+            const uint32_t bucket = bucket_of(map, c[b]);
+            rank[b] = shared.bucket_start[bucket];
+            group[b] = bucketed;
+            first[b] = rank[b];
+            members[b] = valid ? shared.histogram[bucket] : 0u;
+            if (overflows == 1 && bucket == large) {
+                const uint32_t sub = bucket_of(sub_map, c[b]);
+                group[b] = selection;
+                first[b] = shared.sub_start[sub];
+                members[b] = valid ? shared.sub_sizes[sub] : 0u;
+                rank[b] += first[b];
+            }
+            most = members[b] > most ? members[b] : most;
+        }
+        /* Four loads per entry in flight at a time: a bucket holds a few to TREE_BUCKET_LIMIT
+         * entries; 0 stands for none (below every composite). */
+        for (uint32_t j = 0; j < most; j += 4) {
+#pragma unroll
+            for (uint32_t b = 0; b < OUTPUT_BATCH; b++) {
+#pragma unroll
+                for (uint32_t q = 0; q < 4; q++) {
+                    const uint64_t other = j + q < members[b] ? group[b][first[b] + j + q] : 0;
+                    rank[b] += other > c[b] ? 1u : 0u;
+                }
+            }
+        }
+#pragma unroll
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++) {
+            /* the cluster path may gather more than it writes */
+            if (e + b * TREE_THREADS < kept && rank[b] < limit) {
+                const uint32_t index = 0xFFFFFFFFu - (uint32_t)c[b];
+                if (ranked)
+                    ranked[rank[b]] = index;
+                else
+                    write_output(problem, row, rank[b], (int32_t)index);
+            }
+        }
+    }
+    if (ranked) {
+        /* Every position below min(selected, limit) has its entry: ranks are unique and the
+         * kept entries hold every rank below `limit` (kept >= limit where selected >= limit). */
+        __syncthreads();
+#pragma unroll 1
+        for (uint32_t j = threadIdx.x; j < limit; j += TREE_THREADS)
+            write_output(problem, row, j, j < selected ? (int32_t)ranked[j] : -1);
+    } else {
+#pragma unroll 1
+        for (uint32_t j = selected + threadIdx.x; j < limit; j += TREE_THREADS)
+            write_output(problem, row, j, -1);
+    }
+    return NULL;
+}
+
+/* The output of a row's final selection (`selected` composites in `selection`, any order; more
+ * than k from the cluster path, which gathers a whole bin): output positions 0 .. limit - 1
+ * (limit is k, or less where the cluster path writes the tie key's positions itself) get its
+ * first `limit` in canonical order by bucket ranks, or by the bitonic sort in `bucketed` where
+ * buckets do not spread it; -1 after the selection. `bucketed` holds composite_entries(selected)
+ * entries. Every thread must call it; the histogram and shared.sub_sizes must be zero on
+ * entry, or with `counted` as tree_output_by_buckets() says. */
+static __device__ void tree_write_output(const struct topk_problem &problem, uint32_t row,
+                                         uint64_t *selection, uint32_t selected, uint32_t limit,
+                                         uint64_t *bucketed, const bucket_map *counted,
+                                         tree_shared &shared, uint32_t &parity)
+{
+    uint64_t *sorted = selection;
+    uint32_t kept = selected; /* entries that can rank below `limit`, at the front of sorted */
+    if (selected > 1) {
+        sorted = tree_output_by_buckets(problem, row, selection, selected, limit, bucketed,
+                                        counted, shared, parity, kept);
+        if (!sorted) {
+            PHASE_MARK(12);
+            return; /* uniform: written by buckets */
+        }
+        const uint32_t padded = composite_entries_device(kept);
+        for (uint32_t i = kept + threadIdx.x; i < padded; i += TREE_THREADS)
+            sorted[i] = 0;
+        __syncthreads();
+        sort_descending<TREE_THREADS>(sorted, padded);
+        PHASE_MARK(13);
+    }
+#pragma unroll 1
+    for (uint32_t j = threadIdx.x; j < limit; j += TREE_THREADS) {
+        int32_t index = -1;
+        if (j < kept)
+            index = (int32_t)(0xFFFFFFFFu - (uint32_t)sorted[j]);
+        write_output(problem, row, j, index);
+    }
+    PHASE_MARK(12);
+}
+
+#endif
