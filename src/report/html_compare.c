@@ -33,7 +33,8 @@ static void write_calls(struct html_writer *writer, const cJSON *calls)
     html_put(writer, "<table><thead><tr><th>call</th><th>scores</th><th>exact</th>"
                      "<th>engine</th><th class=\"n\">boundary gap min</th>"
                      "<th class=\"n\">largest |diff|</th><th class=\"n\">crossing</th>"
-                     "<th class=\"n\">rows past the gap</th><th>attribution</th></tr></thead><tbody>");
+                     "<th class=\"n\">rows past the gap</th><th>attribution</th></tr></thead>"
+                     "<tbody>");
     const cJSON *call;
     int shown = 0;
     cJSON_ArrayForEach(call, calls) {

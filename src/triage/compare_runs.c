@@ -29,7 +29,8 @@ const char *compare_attribution_name(enum compare_attribution attribution)
 
 void compare_groups_text(const int *groups, size_t run_count, char *out)
 {
-    static const char symbols[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+*";
+    static const char symbols[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+*";
     for (size_t r = 0; r < run_count; r++)
         out[r] = groups[r] < 0 ? '.' : symbols[groups[r] % (int)(sizeof(symbols) - 1)];
     out[run_count] = '\0';

@@ -51,7 +51,7 @@ struct compare_entry {
     char engine_error[COMPARE_REASON_BYTES];
     uint64_t engine_wrong_rows, engine_tie_rows;
     struct engine_row_detail engine_first_wrong; /* valid when engine_wrong_rows > 0 */
-    double *gaps;                     /* per row: boundary gap, NaN for a row with <= k candidates */
+    double *gaps;                     /* per row: boundary gap, NaN with <= k candidates */
 };
 
 struct compare_run {

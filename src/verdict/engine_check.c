@@ -140,26 +140,6 @@ int engine_contract_for_record(const struct capture_record *record,
 
 /* ---- one row --------------------------------------------------------------------------------- */
 
-static bool seen_test_and_set(uint8_t *seen, int64_t index)
-{
-    uint8_t mask = (uint8_t)(1u << (index & 7));
-    bool was_set = (seen[index >> 3] & mask) != 0;
-    seen[index >> 3] |= mask;
-    return was_set;
-}
-
-static bool seen_test(const uint8_t *seen, int64_t index)
-{
-    return (seen[index >> 3] >> (index & 7)) & 1u;
-}
-
-static bool is_negative_infinity(float value)
-{
-    uint32_t bits;
-    memcpy(&bits, &value, sizeof(bits));
-    return bits == TOPK_NEG_INF_BITS;
-}
-
 /* A candidate noted against the k-th value (kth, key boundary): above it (missing) or below
  * it (extra). */
 static struct engine_index_note index_note(const struct capture_record *record, uint32_t b,
@@ -196,12 +176,12 @@ static void list_missing(const struct check_context *context, uint32_t b, const 
     const uint64_t ties_needed = (uint64_t)((int64_t)context->k - context->above[b]);
     uint64_t ties_left = 0;
     for (int32_t i = 0; detail->has_boundary && i < record->lengths[b]; i++)
-        ties_left += !is_negative_infinity(window[i]) && !seen_test(seen, i) &&
+        ties_left += !topk_is_negative_infinity(window[i]) && !check_mark_test(seen, i) &&
                      topk_order_key(window[i]) == boundary;
     const uint64_t ties_short = ties_selected < ties_needed ? ties_needed - ties_selected : 0;
     const bool list_ties = ties_short > 0 && ties_left <= ties_short;
     for (int32_t i = 0; i < record->lengths[b]; i++) {
-        if (is_negative_infinity(window[i]) || seen_test(seen, i))
+        if (topk_is_negative_infinity(window[i]) || check_mark_test(seen, i))
             continue;
         if (detail->has_boundary) {
             const uint32_t key = topk_order_key(window[i]);
@@ -226,9 +206,9 @@ static bool tie_break_broken(const struct check_context *context, uint32_t b,
     const uint32_t boundary = context->boundary_key[b];
     int64_t lowest_selected = -1, highest_selected = -1, lowest_left = -1, highest_left = -1;
     for (int32_t i = 0; i < context->record->lengths[b]; i++) {
-        if (is_negative_infinity(window[i]) || topk_order_key(window[i]) != boundary)
+        if (topk_is_negative_infinity(window[i]) || topk_order_key(window[i]) != boundary)
             continue;
-        if (seen_test(seen, i)) {
+        if (check_mark_test(seen, i)) {
             if (lowest_selected < 0)
                 lowest_selected = i;
             highest_selected = i;
@@ -270,13 +250,14 @@ static void walk_slot(const struct check_context *context, const struct engine_c
             detail->padding_slot = slot;
         walk->kinds |= 1u << CHECK_PADDING;
     }
-    if (position < 0 || position >= record->lengths[b] || is_negative_infinity(window[position])) {
+    if (position < 0 || position >= record->lengths[b] ||
+        topk_is_negative_infinity(window[position])) {
         walk->kinds |= 1u << CHECK_OUT_OF_RANGE;
         if (detail && detail->out_of_range_count++ < ENGINE_LISTED_INDICES)
             detail->out_of_range[detail->out_of_range_count - 1] = given;
         return;
     }
-    if (seen_test_and_set(seen, position)) {
+    if (check_mark_test_and_set(seen, position)) {
         walk->kinds |= 1u << CHECK_DUPLICATE;
         if (detail && detail->duplicate_count++ < ENGINE_LISTED_INDICES)
             detail->duplicates[detail->duplicate_count - 1] = given;
@@ -356,7 +337,7 @@ int engine_judge_row(const struct check_context *context, const struct engine_co
     bool exact = right_set;
     for (uint32_t slot = 0; slot < k && exact; slot++)
         exact = reference[(size_t)b * k + slot] < 0 ||
-                seen_test(scratch->seen, reference[(size_t)b * k + slot]);
+                check_mark_test(scratch->seen, reference[(size_t)b * k + slot]);
     if (detail) {
         detail->kinds = walk.kinds;
         detail->entries = walk.entries;
@@ -368,7 +349,7 @@ int engine_judge_row(const struct check_context *context, const struct engine_co
     for (uint32_t slot = 0; slot < k; slot++) {
         const int64_t position = scratch->positions[slot];
         if (position >= 0 && position < record->lengths[b])
-            scratch->seen[position >> 3] &= (uint8_t)~(1u << (position & 7));
+            check_mark_clear(scratch->seen, position);
     }
     *kinds = walk.kinds;
     *row_class = (walk.kinds & ENGINE_WRONG_KINDS) ? ENGINE_ROW_WRONG

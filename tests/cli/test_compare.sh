@@ -9,16 +9,7 @@
 # and the JSON, the table and the HTML page agree.
 . "$(dirname "$0")/lib.sh"
 
-PYTHON=
-for candidate in ${PYTHON_WITH_NUMPY:-} python3 /usr/bin/python3; do
-    if "$candidate" -c 'import numpy' 2>/dev/null; then PYTHON=$candidate; break; fi
-done
-if [ -z "$PYTHON" ]; then
-    fail "no python3 with numpy found (install python3-numpy, or set PYTHON_WITH_NUMPY)"
-    finish
-    exit 1
-fi
-export PYTHONPATH="$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}"
+need_python_with_numpy
 D=$TMP
 
 "$PYTHON" - "$D" >"$TMP/expected.txt" <<'EOF' || fail "writing the 7 runs with the dsatopk_capture package"

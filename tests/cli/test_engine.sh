@@ -10,16 +10,7 @@
 # select nothing are a usage error; the missing GPU is said once.
 . "$(dirname "$0")/lib.sh"
 
-PYTHON=
-for candidate in ${PYTHON_WITH_NUMPY:-} python3 /usr/bin/python3; do
-    if "$candidate" -c 'import numpy' 2>/dev/null; then PYTHON=$candidate; break; fi
-done
-if [ -z "$PYTHON" ]; then
-    fail "no python3 with numpy found (install python3-numpy, or set PYTHON_WITH_NUMPY)"
-    finish
-    exit 1
-fi
-export PYTHONPATH="$PWD/tools/python${PYTHONPATH:+:$PYTHONPATH}"
+need_python_with_numpy
 D=$TMP
 mkdir -p "$D/other"
 
@@ -79,6 +70,8 @@ translated = table[np.arange(rows)[:, None], raw // page] * page + raw % page
 append_record(f"{d}/paged.bin", scores, [length] * rows, k, page_table=table, page_size=page,
               engine_indices=translated.astype(np.int32))
 print(int(table[2, top2 // page] * page + top2 % page))
+np.save(f"{d}/scores.npy", scores)
+np.save(f"{d}/engine.npy", engine)
 EOF
 read -r TOP2 NEXT2 LOW3 KTH3 DUP4 <"$TMP/expected.txt"
 TOP2_TRANSLATED=$(sed -n 2p "$TMP/expected.txt")
@@ -128,6 +121,16 @@ expect_exit 2 "--engine-contract malformed" -- "$AUDIT" run --engine-contract '{
 expect_grep "contract order \"up\"" "$TMP/err" "the message names the bad value"
 expect_exit 1 "--k does not move the engine's k" -- "$AUDIT" run --k 8 --reps 1 --backends bitonic --format none --out "$D/k8.json" "$D/engine.bin"
 json_check "$D/k8.json" 'j["records"][0]["k"] == 8 and j["records"][0]["engine"]["k"] == 16' "judged at the record's k"
+
+expect_exit 2 "import refuses a malformed contract in --metadata" -- "$AUDIT" import --scores "$D/scores.npy" \
+    --engine-indices "$D/engine.npy" --k 16 --metadata '{"contract": {"order": "descending", "tie_break": "none"}}' -o "$D/imported.bin"
+expect_grep "contract order \"descending\"" "$TMP/err" "the message names the bad order"
+expect_exit 0 "import with a contract" -- "$AUDIT" import --scores "$D/scores.npy" --engine-indices "$D/engine.npy" \
+    --k 16 --metadata '{"contract": {"order": "sorted", "tie_break": "small"}}' -o "$D/imported.bin"
+expect_exit 1 "run judges the imported selection under its contract" -- \
+    "$AUDIT" run --reps 1 --backends bitonic --format none --out "$D/imported.json" "$D/imported.bin"
+json_check "$D/imported.json" 'j["records"][0]["engine"]["contract_from"] == "metadata" and j["records"][0]["engine"]["contract"] == {"order": "sorted", "tie_break": "small"} and j["records"][0]["engine"]["rows_by_kind"]["order"] == 2' \
+    "the contract came from the imported metadata"
 
 # ---- paged: judged through the page table ----
 expect_exit 1 "a paged record" -- "$AUDIT" run --reps 1 --backends bitonic --out "$D/paged.json" "$D/paged.bin"
