@@ -135,7 +135,6 @@ static int digest_engine(const struct capture_record *record, const struct check
         goto done;
     }
     entry->engine_wrong_rows = judgement.class_rows[ENGINE_ROW_WRONG];
-    entry->engine_tie_rows = judgement.class_rows[ENGINE_ROW_TIE_VARIANT];
     if (judgement.detail_count)
         entry->engine_first_wrong = judgement.details[0];
 done:

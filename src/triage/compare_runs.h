@@ -49,7 +49,7 @@ struct compare_entry {
     uint8_t engine_set_hash[HASH_BYTES], engine_order_hash[HASH_BYTES];
     bool engine_judged;               /* false: engine_error says why */
     char engine_error[COMPARE_REASON_BYTES];
-    uint64_t engine_wrong_rows, engine_tie_rows;
+    uint64_t engine_wrong_rows;
     struct engine_row_detail engine_first_wrong; /* valid when engine_wrong_rows > 0 */
     double *gaps;                     /* per row: boundary gap, NaN with <= k candidates */
 };
