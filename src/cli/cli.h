@@ -40,6 +40,12 @@ int cli_parse_uint(const char *text, unsigned long long max, unsigned long long 
  * or -1 (malformed, or beyond 2^64 - 1). */
 int cli_parse_bytes(const char *text, unsigned long long *value);
 
+/* Parses --engine-contract JSON ({"order": ..., "tie_break": ...}, engine_check.h) for command;
+ * returns 0, or EXIT_USAGE after printing the usage error. */
+struct engine_contract;
+int cli_parse_engine_contract(const struct cli_command *command, const char *text,
+                              struct engine_contract *contract);
+
 /* The tool version and git revision, e.g. "0.1.0 (g1a2b3c4)". */
 const char *cli_version(void);
 

@@ -286,14 +286,11 @@ static int parse_options(int argc, char **argv, struct census_options *options)
                                        "%d record indices",
                                        optarg, MAX_SELECTED_RECORDS);
             break;
-        case 'e': {
-            struct audit_error err = { 0 };
-            if (engine_contract_parse(optarg, "--engine-contract", ENGINE_CONTRACT_OPTION,
-                                      &options->engine_contract, &err) < 0)
-                return cli_usage_error(&cmd_census, "%s", err.message);
+        case 'e':
+            if (cli_parse_engine_contract(&cmd_census, optarg, &options->engine_contract) != 0)
+                return EXIT_USAGE;
             options->engine_contract_given = true;
             break;
-        }
         case 'h': cli_print_usage(&cmd_census, stdout); return -1;
         case ':':
             return cli_usage_error(&cmd_census, "option '%s' needs a value", argv[optind - 1]);

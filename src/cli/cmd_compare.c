@@ -87,14 +87,11 @@ static int parse_options(int argc, char **argv, struct compare_cli_options *opti
             break;
         case 'o': options->output = optarg; break;
         case OPTION_HTML: options->html = optarg; break;
-        case OPTION_ENGINE_CONTRACT: {
-            struct audit_error err = { 0 };
-            if (engine_contract_parse(optarg, "--engine-contract", ENGINE_CONTRACT_OPTION,
-                                      &options->contract, &err) < 0)
-                return cli_usage_error(&cmd_compare, "%s", err.message);
+        case OPTION_ENGINE_CONTRACT:
+            if (cli_parse_engine_contract(&cmd_compare, optarg, &options->contract) != 0)
+                return EXIT_USAGE;
             options->contract_given = true;
             break;
-        }
         case 'h': cli_print_usage(&cmd_compare, stdout); return -1;
         case ':':
             return cli_usage_error(&cmd_compare, "option '%s' needs a value", argv[optind - 1]);

@@ -393,14 +393,11 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
                                        CAPTURE_MAX_K);
             options->k_override = (uint32_t)value;
             break;
-        case OPTION_ENGINE_CONTRACT: {
-            struct audit_error err = { 0 };
-            if (engine_contract_parse(optarg, "--engine-contract", ENGINE_CONTRACT_OPTION,
-                                      &options->engine_contract, &err) < 0)
-                return cli_usage_error(&cmd_run, "%s", err.message);
+        case OPTION_ENGINE_CONTRACT:
+            if (cli_parse_engine_contract(&cmd_run, optarg, &options->engine_contract) != 0)
+                return EXIT_USAGE;
             options->engine_contract_given = true;
             break;
-        }
         case OPTION_DEVICE:
             if (cli_parse_uint(optarg, 1023, &value) < 0)
                 return cli_usage_error(&cmd_run, "--device: '%s' is not a device ordinal", optarg);
