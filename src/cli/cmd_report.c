@@ -11,9 +11,11 @@
 
 #include "cli.h"
 #include "error.h"
+#include "gate.h"
 #include "html_report.h"
 #include "json_util.h"
 #include "report_keys.h"
+#include "report_read.h"
 
 static const char report_usage[] =
     "usage: dsatopk-audit report [--gate VERDICT.json] [-o FILE] REPORT.json\n"
@@ -32,8 +34,9 @@ static const char report_usage[] =
     "                      by .html; - writes to stdout)\n"
     "  -h, --help          show this help\n"
     "\n"
-    "exit codes: 0 written; 2 usage error; 3 REPORT or VERDICT unreadable, not JSON or of\n"
-    "            another schema, or the page could not be written; 4 out of memory\n";
+    "exit codes: 0 written; 2 usage error; 3 REPORT or VERDICT unreadable, not JSON, of\n"
+    "            another schema or of a newer schema_version, a VERDICT made from another\n"
+    "            report, or the page could not be written; 4 out of memory\n";
 
 struct report_options {
     const char *report_path;
@@ -89,8 +92,8 @@ static int parse_options(int argc, char **argv, struct report_options *options)
 /* Reads path and checks that it is a JSON object of the expected schema. A document without a
  * schema field is accepted (hand-written or older files); one of another schema is refused, as
  * it is most likely the wrong file. */
-static int read_document(const char *path, const char *schema, cJSON **json_out,
-                         struct audit_error *err)
+static int read_document(const char *path, const char *schema, int schema_version,
+                         cJSON **json_out, struct audit_error *err)
 {
     cJSON *json = NULL;
     int status = json_read_file(path, &json, err);
@@ -116,6 +119,14 @@ static int read_document(const char *path, const char *schema, cJSON **json_out,
     if (!found)
         fprintf(stderr, "dsatopk-audit report: warning: %s has no schema field; reading it as %s\n",
                 path, schema);
+    /* A newer version may have changed what a field means: refused, not drawn wrong. */
+    const struct json_reader reader = { path, err };
+    uint64_t version;
+    if (json_field_schema_version(&reader, json, "$", schema, FIELD_OPTIONAL, schema_version,
+                                  &version) < 0) {
+        cJSON_Delete(json);
+        return AUDIT_EDATA;
+    }
     *json_out = json;
     return AUDIT_OK;
 }
@@ -129,9 +140,19 @@ static int run_report(int argc, char **argv)
     if (parsed != EXIT_AUDIT_OK)
         return parsed < 0 ? EXIT_AUDIT_OK : parsed;
 
-    int status = read_document(options.report_path, REPORT_SCHEMA, &report, &err);
+    int status = read_document(options.report_path, REPORT_SCHEMA, REPORT_SCHEMA_VERSION,
+                           &report, &err);
     if (status == AUDIT_OK && options.gate_path)
-        status = read_document(options.gate_path, GATE_SCHEMA, &verdict, &err);
+        status = read_document(options.gate_path, GATE_SCHEMA, GATE_SCHEMA_VERSION, &verdict,
+                               &err);
+    bool unidentified = false;
+    if (status == AUDIT_OK && verdict)
+        status = gate_verdict_check_report(verdict, options.gate_path, report,
+                                           options.report_path, &unidentified, &err);
+    if (unidentified)
+        fprintf(stderr, "dsatopk-audit report: warning: %s names no report it judged (no "
+                        "report_sha256, host or utc_time): drawn with %s as given\n",
+                options.gate_path, options.report_path);
     if (status == AUDIT_OK)
         status = html_report_write(options.output_path, report, verdict, &err);
     if (status != AUDIT_OK)
