@@ -28,7 +28,7 @@ expect_exit 0 "run --baseline-out" -- "$AUDIT" run --reps 3 --out "$R" --baselin
 expect_grep "^# baseline: $B" "$TMP/out" "the table names the baseline"
 json_check "$B" 'j["schema"] == "dsatopk-audit/baseline" and j["schema_version"] == 1 and j["source"]["report"].endswith("report.json")' \
     "baseline schema id, version and source"
-json_check "$B" 'len(j["records"]) == 3 and all(len(r["backends"]) == 5 for r in j["records"])' \
+json_check "$B" 'len(j["records"]) == 3 and all(len(r["backends"]) == 9 for r in j["records"])' \
     "baseline: every record x backend"
 python3 - "$R" "$B" >"$TMP/subset.txt" 2>&1 <<'EOF'
 import json, sys
@@ -51,8 +51,8 @@ json_check "$R" '[r["global_index"] for r in j["records"]] == [0, 1, 2] and j["c
 # ---- a CPU-only report against its own baseline ------------------------------------------------
 V="$TMP/verdict.json"
 expect_exit 0 "gate: a report against its own baseline" -- "$AUDIT" gate --baseline "$B" --out "$V" "$R"
-expect_grep '^# gate PASS: 0 fail, 0 tolerated, 0 missing, 15 pass of 15 entries in 1 report' "$TMP/out" \
-    "table summary: 15 entries pass"
+expect_grep '^# gate PASS: 0 fail, 0 tolerated, 0 missing, 27 pass of 27 entries in 1 report' "$TMP/out" \
+    "table summary: 27 entries pass (3 records x 9 backends)"
 json_check "$V" 'j["schema"] == "dsatopk-audit/gate" and j["schema_version"] == 1 and j["exit_code"] == 0' "verdict schema, version, exit code"
 json_check "$V" 'all(k in j["context"] for k in ("tool_version", "git_revision", "command_line", "utc_time", "host", "now", "baseline", "policy"))' \
     "verdict context"
@@ -63,7 +63,7 @@ expect_exit 0 "gate: a baseline file as the report (baselines of two GPUs compar
 expect_exit 0 "gate: a full report as the baseline" -- "$AUDIT" gate --baseline "$R" --format none --out "$V" "$R"
 if [ ! -s "$TMP/out" ]; then pass "--format none: no table"; else fail "--format none printed"; fi
 expect_exit 0 "gate --out - writes the verdict to stdout" -- "$AUDIT" gate --baseline "$B" --out - "$R"
-json_check "$TMP/out" 'j["summary"]["pass"] == 15' "stdout is the verdict JSON"
+json_check "$TMP/out" 'j["summary"]["pass"] == 27' "stdout is the verdict JSON"
 expect_grep '^# gate PASS' "$TMP/err" "--out -: the table goes to stderr"
 
 # ---- reports as a GPU would write them (edited by python3) --------------------------------------
@@ -77,7 +77,7 @@ gpu_like "$TMP/partial.json" drop-record-2
 gpu_like "$TMP/broken.json" broken-hash
 
 expect_exit 0 "gate: a GPU report against itself" -- "$AUDIT" gate --baseline "$G" --out "$V" "$G"
-json_check "$V" 'j["summary"]["pass"] == 15 and j["summary"]["fail"] == 0' "every level passes on a clean GPU report"
+json_check "$V" 'j["summary"]["pass"] == 27 and j["summary"]["fail"] == 0' "every level passes on a clean GPU report"
 
 expect_exit 1 "gate: sort (gpu_to_gpu) gives another output in one rep" -- \
     "$AUDIT" gate --baseline "$G" --out "$V" "$G" "$TMP/flaps.json"
@@ -101,7 +101,7 @@ expect_exit 1 "gate: a backend unsupported here but ok in the baseline" -- \
 json_check "$V" 'j["summary"]["fail"] == 3 and all("unsupported here" in e["reasons"][0] for e in j["reports"][0]["entries"] if e["status"] == "fail")' \
     "unsupported vs baseline ok: a failure on each record"
 expect_exit 1 "gate: the CPU-only report against a GPU baseline" -- "$AUDIT" gate --baseline "$G" --out "$V" "$R"
-json_check "$V" 'j["summary"]["fail"] == 15' "no GPU in CI: every backend fails (it ran in the baseline)"
+json_check "$V" 'j["summary"]["fail"] == 27' "no GPU in CI: every backend fails (it ran in the baseline)"
 
 # ---- policy ------------------------------------------------------------------------------------
 cat >"$TMP/policy.json" <<'EOF'
@@ -149,7 +149,7 @@ json_check "$V" '[(e["index"], e["status"], e["level_from"]) for e in j["reports
 # ---- missing records ---------------------------------------------------------------------------
 expect_exit 1 "gate: a report lacking a baseline record" -- "$AUDIT" gate --baseline "$G" --out "$V" "$TMP/partial.json"
 expect_grep '^  MISSING +small.bin:2 ' "$TMP/out" "the table shows the missing record"
-json_check "$V" 'j["summary"]["missing"] == 5 and j["summary"]["fail"] == 0' "missing: 5 entries (one record x 5 backends)"
+json_check "$V" 'j["summary"]["missing"] == 9 and j["summary"]["fail"] == 0' "missing: 9 entries (one record x 9 backends)"
 echo '{"allow_missing": true}' >"$TMP/allow_missing.json"
 expect_exit 0 "policy allow_missing" -- \
     "$AUDIT" gate --baseline "$G" --policy "$TMP/allow_missing.json" --out "$V" "$TMP/partial.json"
