@@ -55,7 +55,8 @@ def record_key(record):
 
 def tie_rule(record, entry):
     census = record["census"]["census"][0]
-    wrong = entry["predicted_vs_observed"]["wrong_rows"] if entry.get("predicted_vs_observed") else 0
+    observed = entry.get("predicted_vs_observed") or {}
+    wrong = observed.get("wrong_rows", 0)
     if census["underdetermined_rows"] == 0 or wrong or entry["status"] != "ok":
         return None
     reference = record["reference"]["set_sha256"]
@@ -179,7 +180,8 @@ def main():
                 orders[name][order] += 1
             cells.append(f"{entry['distinct_outputs']}/{entry['distinct_sets']}/{wrong}"
                          + (" F" if entry["verdict"] == "fail" else ""))
-        path = paths.get((record["rows"], record["row_stride"], record["k"]), {}).get("fi-auto", "?")
+        shape = (record["rows"], record["row_stride"], record["k"])
+        path = paths.get(shape, {}).get("fi-auto", "?")
         rows.append(f"| {key} | {record['rows']} x {record['max_length']} | "
                     f"{census['underdetermined_rows']} | {path} | " + " | ".join(cells) + " |")
 

@@ -129,7 +129,7 @@ static void test_bitonic_forced_entries(void **state)
     assert_null(bitonic_backend_with((enum bitonic_choice)BITONIC_CHOICES));
 }
 
-/* ---- FlashInfer's own kernels (kernels/backends/flashinfer.cu) --------------------------------- */
+/* ---- FlashInfer's own kernels (kernels/backends/flashinfer.cu) ------------------------------ */
 
 #define FI_NOT_BUILT_REASON \
     "not built: flashinfer headers not found (pip install flashinfer-python, or " \

@@ -94,6 +94,13 @@ static bool fi_dense(const struct topk_shape *shape)
            shape->min_length == shape->max_length && shape->k <= shape->row_stride;
 }
 
+/* Floats FlashInfer loads at a time from rows of this stride without row starts:
+ * gcd(row_stride, 4), its vec_size. */
+static uint32_t fi_vector_floats(const struct topk_shape *shape)
+{
+    return (shape->row_stride & 3u) == 0 ? 4u : (shape->row_stride & 1u) == 0 ? 2u : 1u;
+}
+
 static enum fi_entry fi_entry_of(enum fi_mode mode, const struct topk_shape *shape)
 {
     if (shape->has_page_table)
@@ -257,9 +264,9 @@ static int fi_radix_cut(const struct gpu_device_info *device, const struct topk_
 static bool fi_filtered_path(enum fi_mode mode, const struct topk_shape *shape)
 {
     const struct fi_mode_args *args = &fi_modes[mode];
-    return fi::ShouldUseFilteredTopK<float>(shape->rows, shape->k, (uint32_t)shape->row_stride,
-                                            args->deterministic,
-                                            static_cast<fi::TopKTieBreak>(args->tie_break), args->graph_safe);
+    return fi::ShouldUseFilteredTopK<float>(
+        shape->rows, shape->k, (uint32_t)shape->row_stride, args->deterministic,
+        static_cast<fi::TopKTieBreak>(args->tie_break), args->graph_safe);
 }
 
 template <int MODE>
@@ -297,11 +304,7 @@ static int fi_supports(const struct gpu_device_info *device, const struct topk_s
     if (filtered) {
         snprintf(path, sizeof(path), "FilteredTopK, one 1024-thread CTA per row");
     } else {
-        const uint32_t vec_size =
-            shape->has_row_starts && entry != FI_DENSE ? 1u
-            : (shape->row_stride & 3u) == 0            ? 4u
-            : (shape->row_stride & 1u) == 0            ? 2u
-                                                       : 1u;
+        const uint32_t vec_size = shape->has_row_starts ? 1u : fi_vector_floats(shape);
         uint32_t ctas = 0, groups = 0;
         if (!fi_radix_cut(device, shape, args->deterministic, vec_size, &ctas, &groups, reason,
                           reason_bytes))
@@ -390,11 +393,13 @@ static int fi_launch(const struct topk_problem *problem, const struct gpu_device
         return audit_fail(err, AUDIT_EUSAGE, "%s: a page table needs raw_out", args->name);
     const enum fi_entry entry = fi_entry_of(mode, shape);
     /* Without dsa_graph_safe or row starts FlashInfer loads TopKDispatch's and the ragged
-     * transform's rows 16 bytes at a time (torch tensors are aligned so). */
+     * transform's rows several floats at a time (torch tensors are aligned so). */
+    const uint64_t vector_bytes = fi_vector_floats(shape) * sizeof(float);
     if (entry != FI_PAGED && !args->graph_safe && !problem->row_starts &&
-        (uintptr_t)problem->scores % 16 != 0)
-        return audit_fail(err, AUDIT_EUNSUPPORTED, "%s: %s loads rows 16 bytes at a time and "
-                          "the scores are not 16-byte aligned", args->name, fi_entry_names[entry]);
+        (uintptr_t)problem->scores % vector_bytes != 0)
+        return audit_fail(err, AUDIT_EUNSUPPORTED, "%s: %s loads rows %llu bytes at a time and "
+                          "the scores are not aligned so", args->name, fi_entry_names[entry],
+                          (unsigned long long)vector_bytes);
     char *scratch = (char *)problem->scratch;
     if (!fi_filtered_path(mode, shape))
         CUDA_TRY(cudaMemsetAsync(scratch + layout.row_states_offset, 0, layout.row_states_zeroed,
