@@ -28,7 +28,7 @@ expect_exit 0 "run --baseline-out" -- "$AUDIT" run --reps 3 --out "$R" --baselin
 expect_grep "^# baseline: $B" "$TMP/out" "the table names the baseline"
 json_check "$B" 'j["schema"] == "dsatopk-audit/baseline" and j["schema_version"] == 1 and j["source"]["report"].endswith("report.json")' \
     "baseline schema id, version and source"
-json_check "$B" 'len(j["records"]) == 3 and all(len(r["backends"]) == 5 for r in j["records"])' \
+json_check "$B" 'len(j["records"]) == 3 and all(len(r["backends"]) == 9 for r in j["records"])' \
     "baseline: every record x backend"
 python3 - "$R" "$B" >"$TMP/subset.txt" 2>&1 <<'EOF'
 import json, sys
@@ -54,7 +54,7 @@ json_check "$R" '[r["global_index"] for r in j["records"]] == [0, 1, 2] and j["c
 V="$TMP/verdict.json"
 expect_exit 1 "gate: a GPU-less report against its GPU-less baseline" -- "$AUDIT" gate --baseline "$B" --out "$V" "$R"
 expect_grep '^  REPORT +nothing was audited: no backend ran' "$TMP/out" "the table says nothing was audited"
-expect_grep '^# gate FAIL: 0 fail, 0 tolerated, 0 missing, 15 pass of 15 entries in 1 report\(s\); 1 report\(s\) failing as a whole' "$TMP/out" \
+expect_grep '^# gate FAIL: 0 fail, 0 tolerated, 0 missing, 27 pass of 27 entries in 1 report\(s\); 1 report\(s\) failing as a whole' "$TMP/out" \
     "table summary: 15 entries pass, the report fails as a whole"
 json_check "$V" 'j["schema"] == "dsatopk-audit/gate" and j["schema_version"] == 1 and j["exit_code"] == 1' "verdict schema, version, exit code"
 json_check "$V" 'any(t.startswith("nothing was audited") for t in j["reports"][0]["report_reasons"]) and j["reports"][0]["status"] == "fail"' \
@@ -68,8 +68,8 @@ echo '{"allow_nothing_audited": true}' >"$TMP/nothing.json"
 expect_exit 0 "gate: the same with allow_nothing_audited" -- \
     "$AUDIT" gate --baseline "$B" --policy "$TMP/nothing.json" --out "$V" "$R"
 expect_grep '^  NOTE +nothing was audited: .* \(allowed by the policy\)' "$TMP/out" "the allowance is a note"
-expect_grep '^# gate PASS: 0 fail, 0 tolerated, 0 missing, 15 pass of 15 entries in 1 report' "$TMP/out" \
-    "table summary: 15 entries pass"
+expect_grep '^# gate PASS: 0 fail, 0 tolerated, 0 missing, 27 pass of 27 entries in 1 report' "$TMP/out" \
+    "table summary: 27 entries pass (3 records x 9 backends)"
 expect_exit 0 "gate: a baseline file as the report (baselines of two GPUs compared)" -- \
     "$AUDIT" gate --baseline "$B" --policy "$TMP/nothing.json" --format none --out "$V" "$B"
 expect_exit 0 "gate: a full report as the baseline" -- \
@@ -77,7 +77,7 @@ expect_exit 0 "gate: a full report as the baseline" -- \
 if [ ! -s "$TMP/out" ]; then pass "--format none: no table"; else fail "--format none printed"; fi
 expect_exit 0 "gate --out - writes the verdict to stdout" -- \
     "$AUDIT" gate --baseline "$B" --policy "$TMP/nothing.json" --out - "$R"
-json_check "$TMP/out" 'j["summary"]["pass"] == 15' "stdout is the verdict JSON"
+json_check "$TMP/out" 'j["summary"]["pass"] == 27' "stdout is the verdict JSON"
 expect_grep '^# gate PASS' "$TMP/err" "--out -: the table goes to stderr"
 
 # ---- reports as a GPU would write them (edited by python3) --------------------------------------
@@ -91,7 +91,7 @@ gpu_like "$TMP/partial.json" drop-record-2
 gpu_like "$TMP/broken.json" broken-hash
 
 expect_exit 0 "gate: a GPU report against itself" -- "$AUDIT" gate --baseline "$G" --out "$V" "$G"
-json_check "$V" 'j["summary"]["pass"] == 15 and j["summary"]["fail"] == 0' "every level passes on a clean GPU report"
+json_check "$V" 'j["summary"]["pass"] == 27 and j["summary"]["fail"] == 0' "every level passes on a clean GPU report"
 
 expect_exit 1 "gate: sort (gpu_to_gpu) gives another output in one rep" -- \
     "$AUDIT" gate --baseline "$G" --out "$V" "$G" "$TMP/flaps.json"
@@ -115,7 +115,7 @@ expect_exit 1 "gate: a backend unsupported here but ok in the baseline" -- \
 json_check "$V" 'j["summary"]["fail"] == 3 and all("unsupported here" in e["reasons"][0] for e in j["reports"][0]["entries"] if e["status"] == "fail")' \
     "unsupported vs baseline ok: a failure on each record"
 expect_exit 1 "gate: the CPU-only report against a GPU baseline" -- "$AUDIT" gate --baseline "$G" --out "$V" "$R"
-json_check "$V" 'j["summary"]["fail"] == 15' "no GPU in CI: every backend fails (it ran in the baseline)"
+json_check "$V" 'j["summary"]["fail"] == 27' "no GPU in CI: every backend fails (it ran in the baseline)"
 
 # ---- policy ------------------------------------------------------------------------------------
 cat >"$TMP/policy.json" <<'EOF'
@@ -163,7 +163,7 @@ json_check "$V" '[(e["index"], e["status"], e["level_from"]) for e in j["reports
 # ---- missing records ---------------------------------------------------------------------------
 expect_exit 1 "gate: a report lacking a baseline record" -- "$AUDIT" gate --baseline "$G" --out "$V" "$TMP/partial.json"
 expect_grep '^  MISSING +small.bin:2 ' "$TMP/out" "the table shows the missing record"
-json_check "$V" 'j["summary"]["missing"] == 5 and j["summary"]["fail"] == 0' "missing: 5 entries (one record x 5 backends)"
+json_check "$V" 'j["summary"]["missing"] == 9 and j["summary"]["fail"] == 0' "missing: 9 entries (one record x 9 backends)"
 echo '{"allow_missing": true}' >"$TMP/allow_missing.json"
 expect_exit 0 "policy allow_missing" -- \
     "$AUDIT" gate --baseline "$G" --policy "$TMP/allow_missing.json" --out "$V" "$TMP/partial.json"

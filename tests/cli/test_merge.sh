@@ -79,8 +79,8 @@ expect_grep 'warning: 1 of 3 shards missing: 1' "$TMP/err" "the warning names th
 json_check "$TMP/partial.json" 'j["complete"] is False and "missing: 1" in j["stop_reason"] and j["summary"]["records"] == 5' \
     "incomplete merged report: 5 records"
 expect_exit 1 "gate fails the incomplete merge" -- "$AUDIT" gate --baseline "$FULL" --out "$TMP/verdict.json" "$TMP/partial.json"
-json_check "$TMP/verdict.json" 'any("incomplete" in x for x in j["reports"][0]["report_reasons"]) and j["summary"]["missing"] == 10' \
-    "gate: the report is incomplete and the 2 missing records x 5 backends are listed"
+json_check "$TMP/verdict.json" 'any("incomplete" in x for x in j["reports"][0]["report_reasons"]) and j["summary"]["missing"] == 18' \
+    "gate: the report is incomplete and the 2 missing records x 9 backends are listed"
 
 # ---- input errors appear once -------------------------------------------------------------------
 head -c 3000 "$B_BIN" >"$TMP/cut.bin"
