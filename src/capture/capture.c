@@ -284,6 +284,14 @@ int capture_open(struct capture_reader **reader_out, const char *path, struct au
     return AUDIT_OK;
 }
 
+void capture_reader_seek(struct capture_reader *reader, uint64_t offset, uint32_t index)
+{
+    if (reader->stop_status)
+        return;
+    reader->next_offset = offset;
+    reader->next_index = index;
+}
+
 void capture_reader_set_max_record_bytes(struct capture_reader *reader, uint64_t bytes)
 {
     reader->max_record_bytes = bytes ? bytes : default_max_record_bytes;

@@ -20,6 +20,8 @@
 #include "document_context.h"
 #include "error.h"
 #include "json_util.h"
+#include "report_engine.h"
+#include "report_keys.h"
 
 #define MAX_KS 64
 #define MAX_SELECTED_RECORDS 4096
@@ -35,7 +37,9 @@ static const char census_usage[] =
     "whether the boundary is 0.0, the gap to the (k+1)-th value, and the predicted staging\n"
     "overflow of the radix-select kernels (candidates in the boundary's fp16-top-byte bin above\n"
     "4096 or 16384); aggregated as median/p90/max of the tie sets, min/median/p90 of the gaps and\n"
-    "counts of rows. Definitions: docs/REFERENCE.md. Without CAPTURE, every captures/*.bin.\n"
+    "counts of rows. A record that carries the engine's own selection (engine_indices) also gets\n"
+    "it judged at the record's k (\"engine\": exact, tie variant or wrong rows; docs/REPORT.md).\n"
+    "Definitions: docs/REFERENCE.md. Without CAPTURE, every captures/*.bin.\n"
     "\n"
     "options:\n"
     "  -k, --k LIST          comma-separated k values; 0 means each record's own k\n"
@@ -44,6 +48,9 @@ static const char census_usage[] =
     "                        (one line per record and k)\n"
     "  -o, --output FILE     write to FILE (atomically) instead of stdout\n"
     "  -r, --records LIST    only these record indices (comma-separated, 0-based) of each file\n"
+    "      --engine-contract JSON  the contract the engine's recorded selections are judged\n"
+    "                        under (as `run --engine-contract`; default: each record's\n"
+    "                        metadata \"contract\", else a valid top-k in any order)\n"
     "  -h, --help            show this help\n"
     "\n"
     "A truncated or corrupt capture: the records before the damage are reported, the file and\n"
@@ -60,7 +67,47 @@ struct census_options {
     size_t k_count;
     unsigned long long records[MAX_SELECTED_RECORDS];
     int record_count; /* 0: every record */
+    struct engine_contract engine_contract;
+    bool engine_contract_given;
 };
+
+static double number_at(const cJSON *object, const char *name);
+
+/* census_selection.record_extra: the engine's selection judged, as the record's "engine". */
+static int add_engine(void *user, const struct capture_record *record, cJSON *record_json,
+                      struct audit_error *err)
+{
+    const struct census_options *options = user;
+    struct engine_result *engine;
+    if (!record->engine_indices)
+        return AUDIT_OK;
+    if (!(engine = calloc(1, sizeof(*engine))))
+        return audit_fail(err, AUDIT_ENOMEM, "out of memory judging the engine's selection");
+    int status = engine_result_judge(
+        engine, record, NULL, options->engine_contract_given ? &options->engine_contract : NULL,
+        NULL, err);
+    cJSON *json = status == AUDIT_OK ? report_engine_json(engine, NULL) : NULL;
+    if (status == AUDIT_OK && !json)
+        status = audit_fail(err, AUDIT_ENOMEM, "out of memory writing the engine's selection");
+    if (json)
+        cJSON_AddItemToObject(record_json, KEY_ENGINE, json);
+    engine_result_release(engine);
+    free(engine);
+    return status;
+}
+
+static void print_engine(FILE *out, const cJSON *engine)
+{
+    const cJSON *by_kind = cJSON_GetObjectItemCaseSensitive(engine, KEY_ROWS_BY_KIND);
+    fprintf(out, "%6s engine %s: %.0f exact, %.0f tie_variant, %.0f wrong\n", "",
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(engine, KEY_VERDICT)),
+            number_at(by_kind, engine_row_class_name(ENGINE_ROW_EXACT)),
+            number_at(by_kind, engine_row_class_name(ENGINE_ROW_TIE_VARIANT)),
+            number_at(by_kind, engine_row_class_name(ENGINE_ROW_WRONG)));
+    const cJSON *reason;
+    cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(engine, KEY_VERDICT_REASONS))
+        fprintf(out, "%6s   %s\n", "", cJSON_GetStringValue(reason));
+}
 
 /* What reading all files met, for the summary and the exit status. */
 struct census_totals {
@@ -172,6 +219,9 @@ static void print_table(FILE *out, const cJSON *document)
                         number_at(record, KEY_RECORD), k_text, rows, zero_text, tie_text, counts[0],
                         counts[1], counts[2], counts[3], gap_text);
             }
+            const cJSON *engine = cJSON_GetObjectItemCaseSensitive(record, KEY_ENGINE);
+            if (cJSON_IsObject(engine))
+                print_engine(out, engine);
         }
         const cJSON *error = cJSON_GetObjectItemCaseSensitive(file, KEY_ERROR);
         if (cJSON_IsObject(error))
@@ -190,6 +240,7 @@ static int parse_options(int argc, char **argv, struct census_options *options)
         { "format", required_argument, NULL, 'f' },
         { "output", required_argument, NULL, 'o' },
         { "records", required_argument, NULL, 'r' },
+        { "engine-contract", required_argument, NULL, 'e' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -234,6 +285,11 @@ static int parse_options(int argc, char **argv, struct census_options *options)
                                        "--records: '%s' is not a comma-separated list of at most "
                                        "%d record indices",
                                        optarg, MAX_SELECTED_RECORDS);
+            break;
+        case 'e':
+            if (cli_parse_engine_contract(&cmd_census, optarg, &options->engine_contract) != 0)
+                return EXIT_USAGE;
+            options->engine_contract_given = true;
             break;
         case 'h': cli_print_usage(&cmd_census, stdout); return -1;
         case ':':
@@ -282,6 +338,8 @@ static int run_census(int argc, char **argv)
         .k_count = options.k_count,
         .records = options.record_count ? options.records : NULL,
         .record_count = (size_t)options.record_count,
+        .record_extra = add_engine,
+        .record_user = &options,
     };
     document = census_json_begin(&context, &selection);
     if (!document)

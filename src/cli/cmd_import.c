@@ -17,6 +17,7 @@
 #include "capture_tail.h"
 #include "cli.h"
 #include "document_keys.h"
+#include "engine_check.h"
 #include "error.h"
 #include "json_util.h"
 #include "npy.h"
@@ -43,7 +44,9 @@ static const char import_usage[] =
     "  --k K                         the call's k (required)\n"
     "  --metadata JSON               a JSON object (or @FILE holding one) stored with the record;\n"
     "                                \"imported_from\" (paths, tensors, dtypes, shapes, SHA-256\n"
-    "                                of every input file) is added to it\n"
+    "                                of every input file) is added to it; a \"contract\"\n"
+    "                                ({\"order\": ..., \"tie_break\": ...}, docs/FORMAT.md) is\n"
+    "                                checked\n"
     "  --compress                    zlib-compress the payload\n"
     "  --append                      append to OUT.bin instead of replacing it\n"
     "  --repair-tail                 with --append: first cut a torn or corrupt last record\n"
@@ -171,7 +174,20 @@ static int parse_metadata(const char *text, cJSON **metadata, struct audit_error
         *metadata = NULL;
         return audit_fail(err, AUDIT_EUSAGE, "--metadata: must be a JSON object {...}");
     }
-    return AUDIT_OK;
+    /* The engine's contract is judged by run, census, diff and compare: a typo is refused here
+     * rather than when the capture is audited. */
+    const cJSON *contract = cJSON_GetObjectItemCaseSensitive(*metadata, "contract");
+    char *contract_text = contract ? cJSON_PrintUnformatted(contract) : NULL;
+    struct engine_contract parsed;
+    int status = contract ? engine_contract_parse(contract_text, "--metadata",
+                                                  ENGINE_CONTRACT_METADATA, &parsed, err)
+                          : AUDIT_OK;
+    cJSON_free(contract_text);
+    if (status < 0) {
+        cJSON_Delete(*metadata);
+        *metadata = NULL;
+    }
+    return status;
 }
 
 static void format_shape(const struct host_tensor *tensor, char *out, size_t size)

@@ -11,8 +11,10 @@
 
 #include "cli.h"
 #include "error.h"
+#include "gate.h"
 #include "html_report.h"
 #include "json_util.h"
+#include "report_keys.h"
 #include "report_read.h"
 
 static const char report_usage[] =
@@ -32,8 +34,9 @@ static const char report_usage[] =
     "                      by .html; - writes to stdout)\n"
     "  -h, --help          show this help\n"
     "\n"
-    "exit codes: 0 written; 2 usage error; 3 REPORT or VERDICT unreadable, not JSON or of\n"
-    "            another schema, or the page could not be written; 4 out of memory\n";
+    "exit codes: 0 written; 2 usage error; 3 REPORT or VERDICT unreadable, not JSON, of\n"
+    "            another schema or of a newer schema_version, a VERDICT made from another\n"
+    "            report, or the page could not be written; 4 out of memory\n";
 
 struct report_options {
     const char *report_path;
@@ -121,6 +124,14 @@ static int run_report(int argc, char **argv)
                                &err);
     if (status == AUDIT_OK && options.gate_path)
         status = read_document(options.gate_path, GATE_SCHEMA, GATE_SCHEMA_VERSION, &verdict, &err);
+    bool unidentified = false;
+    if (status == AUDIT_OK && verdict)
+        status = gate_verdict_check_report(verdict, options.gate_path, report,
+                                           options.report_path, &unidentified, &err);
+    if (unidentified)
+        fprintf(stderr, "dsatopk-audit report: warning: %s names no report it judged (no "
+                        "report_sha256, host or utc_time): drawn with %s as given\n",
+                options.gate_path, options.report_path);
     if (status == AUDIT_OK)
         status = html_report_write(options.output_path, report, verdict, &err);
     if (status != AUDIT_OK)

@@ -33,6 +33,7 @@ enum gate_allow_extra {
     GATE_ALLOW_DEVICE_MISMATCH,            /* devices of one model disagree (--devices) */
     GATE_ALLOW_BATCH_DEPENDENT,            /* a row changes with its batch */
     GATE_ALLOW_NOT_RUN,                    /* not run here, ok in the baseline */
+    GATE_ALLOW_ENGINE_WRONG,               /* the engine's own selection is wrong on some rows */
     GATE_ALLOW_COUNT,
 };
 #define GATE_ALLOW_BIT(item) (1u << (item))
@@ -67,6 +68,8 @@ struct gate_policy {
     bool allow_missing;               /* missing records/backends do not fail */
     bool allow_incomplete;            /* an incomplete report (complete: false) does not fail */
     bool allow_input_errors;          /* a report's input_errors do not fail */
+    bool allow_nothing_audited;       /* a report where no backend ran and no engine selection
+                                         was judged does not fail */
 };
 
 /* An empty policy (what gate uses without --policy). */
@@ -121,6 +124,15 @@ cJSON *gate_judge_entry(const struct document_record *baseline_record,
                         const struct document_backend *report_backend, struct gate_policy *policy,
                         const struct gate_options *options, enum gate_status *status);
 
+/* The record's engine entry (the engine's own selection, judged by verdict_judge_engine) as a
+ * gate entry whose backend is "engine": the policy allows (engine_wrong) or tolerates it like a
+ * backend's. report_record's engine entry must be present; baseline_record may be NULL. */
+#define GATE_ENGINE_BACKEND KEY_ENGINE
+cJSON *gate_judge_engine_entry(const struct document_record *baseline_record,
+                               const struct document_record *report_record,
+                               struct gate_policy *policy, const struct gate_options *options,
+                               enum gate_status *status);
+
 /* Whether an entry of this status fails the gate under policy. */
 bool gate_entry_fails(enum gate_status status, const struct gate_policy *policy);
 
@@ -137,6 +149,15 @@ int gate_verdict(const struct report_document *baseline, const struct report_doc
                  size_t report_count, struct gate_policy *policy,
                  const struct gate_options *options, const cJSON *context, cJSON **verdict,
                  struct gate_counts *counts, struct audit_error *err);
+
+/* Whether verdict (a gate verdict document) judged report: one of its reports[] carries the
+ * report's fingerprint (report_fingerprint), or, in a verdict without fingerprints, the report's
+ * host, utc_time and record count. AUDIT_EDATA naming both files when the verdict identifies
+ * its reports and none is this one; *unidentified when it identifies none (a hand-made
+ * verdict: the caller warns). */
+int gate_verdict_check_report(const cJSON *verdict, const char *verdict_path, const cJSON *report,
+                              const char *report_path, bool *unidentified,
+                              struct audit_error *err);
 
 /* ---- table (gate_table.c) ------------------------------------------------------------------- */
 

@@ -58,7 +58,7 @@ static void print_entry(FILE *out, const cJSON *entry)
     const cJSON *reasons = cJSON_GetObjectItemCaseSensitive(entry, KEY_REASONS);
     const cJSON *tolerated_by = cJSON_GetObjectItemCaseSensitive(entry, KEY_TOLERATED_BY);
     fprintf(out, "  %-10s %-24s %-13s %-14s", label, where, string_of(entry, KEY_BACKEND, "?"),
-            string_of(entry, KEY_LEVEL, "?"));
+            string_of(entry, KEY_LEVEL, "-"));
     if (cJSON_IsObject(tolerated_by))
         fprintf(out, " tolerated by %s: \"%s\"\n  %-64s", string_of(tolerated_by, KEY_RULE, "?"),
                 string_of(tolerated_by, KEY_REASON, ""), "");
@@ -113,7 +113,7 @@ void gate_table_print(FILE *out, const cJSON *verdict, const char *verdict_path)
         cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(report, KEY_REPORT_REASONS))
             fprintf(out, "  %-10s %s\n", "REPORT", reason->valuestring);
         cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(report, KEY_REPORT_NOTES))
-            fprintf(out, "  %-10s %s (allowed by the policy)\n", "NOTE", reason->valuestring);
+            fprintf(out, "  %-10s %s\n", "NOTE", reason->valuestring);
         const cJSON *entry;
         cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(report, KEY_ENTRIES))
             if (strcmp(string_of(entry, KEY_STATUS, gate_status_name(GATE_PASS)),

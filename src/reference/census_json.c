@@ -99,6 +99,11 @@ int census_json_add_file(cJSON *document, const char *path,
             cJSON *item = NULL;
             status = census_record_json(&record, selection->ks, selection->k_count, &item, NULL,
                                         &err);
+            if (status == AUDIT_OK && selection->record_extra) {
+                status = selection->record_extra(selection->record_user, &record, item, &err);
+                if (status < 0)
+                    cJSON_Delete(item);
+            }
             if (status == AUDIT_OK) {
                 cJSON_AddItemToArray(records, item);
                 outcome->records++;

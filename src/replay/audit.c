@@ -234,6 +234,16 @@ int audit_run(const struct audit_options *options, const struct audit_callbacks 
     }
     audit_inputs_expand(&state, &inputs);
     run_passes(&state, &inputs, devices);
+    /* --records naming no record the inputs have selects nothing: a usage error, not an empty
+     * report that passes. (A --shard that gets no record is fine: the records went to others.) */
+    if (options->records && state.pass.next_global_index == 0 && !state.bad_input &&
+        !state.stopped && !state.stop_signal) {
+        char message[AUDIT_ERROR_MESSAGE_BYTES];
+        snprintf(message, sizeof(message), "--records: no input has record %u%s: nothing was "
+                 "selected", options->records[0], options->record_count > 1 ? " or the others "
+                                                                              "listed" : "");
+        audit_input_error(&state, NULL, -1, -1, "selection", message);
+    }
     if (options->devices_text && !state.stopped && audit_add_cross_device(&state, devices) < 0)
         audit_stop(&state, AUDIT_ENOMEM, "out of memory comparing devices");
 

@@ -419,6 +419,7 @@ int bench_run(const struct bench_options *options, const struct bench_callbacks 
                 .k = shape->k,
                 .row_stride = record.row_stride,
                 .max_length = (int32_t)shape->length,
+                .min_length = (int32_t)shape->length,
             };
             const double bytes = (double)shape->rows * shape->length * sizeof(float) +
                                  (double)shape->rows * shape->k * sizeof(int32_t);

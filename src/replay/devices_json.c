@@ -123,6 +123,7 @@ static cJSON *device_json(const struct gpu_device_info *info, bool described,
                 .k = (uint32_t)query->k_values[j],
                 .row_stride = query->length,
                 .max_length = (int32_t)query->length,
+                .min_length = (int32_t)query->length,
             };
             char reason[DEVICES_REASON_BYTES] = "";
             int supported = backend->supports(info, &shape, reason, sizeof(reason));

@@ -436,6 +436,11 @@ cJSON *report_record_json(const struct record_result *record, const struct verdi
     cJSON *backends = cJSON_AddArrayToObject(json, KEY_BACKENDS);
     for (size_t i = 0; backends && i < record->backend_count; i++)
         cJSON_AddItemToArray(backends, backend_json(record, &record->backends[i], &verdicts[i]));
+    if (record->engine)
+        cJSON_AddItemToObject(json, KEY_ENGINE,
+                              report_engine_json(record->engine, record->source_rows));
+    else
+        cJSON_AddNullToObject(json, KEY_ENGINE);
     return json;
 }
 
@@ -547,6 +552,7 @@ int report_add_record(struct run_report *report, const struct record_result *rec
     }
     cJSON_AddItemToArray(report->records, json);
     report->record_count++;
+    engine_counts_add_entry(&report->engine, cJSON_GetObjectItemCaseSensitive(json, KEY_ENGINE));
     record_time_add(&report->record_time_total, &record->time);
 done:
     free(own);
@@ -605,6 +611,7 @@ int report_add_record_entries(struct run_report *report, const struct record_res
                           record->record->index);
     cJSON_AddItemToArray(report->records, json);
     report->record_count++;
+    engine_counts_add_entry(&report->engine, cJSON_GetObjectItemCaseSensitive(json, KEY_ENGINE));
     record_time_add(&report->record_time_total, &record->time);
     return AUDIT_OK;
 }
@@ -681,6 +688,7 @@ static cJSON *summary_json(const struct run_report *report, int input_errors)
         json_add_u64(statuses, backend_status_name((enum backend_status)s),
                      report->status_counts[s]);
     json_add_u64(summary, KEY_INPUT_ERRORS, (uint64_t)(input_errors > 0 ? input_errors : 0));
+    cJSON_AddItemToObject(summary, KEY_ENGINE, engine_counts_json(&report->engine));
     cJSON *by_backend = cJSON_Duplicate(report->by_backend, 1);
     if (!statuses || !by_backend || !cJSON_AddItemToObject(summary, KEY_BY_BACKEND, by_backend)) {
         cJSON_Delete(by_backend);
@@ -717,6 +725,7 @@ cJSON *report_summary_json(const cJSON *records, const cJSON *input_errors)
     const cJSON *record;
     cJSON_ArrayForEach(record, records) {
         counts.record_count++;
+        engine_counts_add_entry(&counts.engine, cJSON_GetObjectItemCaseSensitive(record, KEY_ENGINE));
         const cJSON *entry;
         cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(record, KEY_BACKENDS))
             count_entry(&counts, entry);

@@ -21,6 +21,7 @@
 #include "document_context.h"
 #include "error.h"
 #include "hash.h"
+#include "report_engine.h"
 #include "report_keys.h"
 #include "report_table.h"
 #include "topk_backends.h"
@@ -71,6 +72,7 @@ struct record_result {
     const struct census_row *census_rows;
     struct backend_result *backends;
     size_t backend_count;
+    const struct engine_result *engine;  /* the engine's selection judged; NULL: none recorded */
     struct record_time time;             /* all zero: not measured */
 };
 
@@ -91,6 +93,7 @@ struct run_report {
     /* summary counters */
     uint64_t record_count, runs, pass, fail, not_run;
     uint64_t status_counts[BACKEND_STATUS_COUNT];
+    struct engine_counts engine;
     cJSON *by_backend;
     /* The time_breakdown_ms of every entry counted, in total and per backend name (the table's
      * summary; not in the JSON, whose entries carry their own). */

@@ -153,6 +153,41 @@
 #define KEY_CONTEXTS_DIFFERING "contexts_differing"
 #define KEY_CONTEXTS_SET_DIFFERING "contexts_set_differing"
 
+/* ---- the engine's own selection (records[].engine) ------------------------------------------ */
+
+#define KEY_ENGINE "engine"
+#define KEY_CONTRACT "contract"
+#define KEY_ORDER "order"
+#define KEY_TIE_BREAK "tie_break"
+#define KEY_CONTRACT_FROM "contract_from"
+#define KEY_ROWS_BY_KIND "rows_by_kind"
+/* wrong_rows (above) is a list of row objects here */
+#define KEY_WRONG_ROWS_TOTAL "wrong_rows_total"
+#define KEY_TIE_VARIANT_ROWS "tie_variant_rows"
+#define KEY_KINDS "kinds"
+#define KEY_KTH "kth"
+#define KEY_NEEDED "needed"
+#define KEY_MISSING "missing"
+#define KEY_MISSING_TOTAL "missing_total"
+#define KEY_EXTRA "extra"
+#define KEY_EXTRA_TOTAL "extra_total"
+#define KEY_DUPLICATES "duplicates"
+#define KEY_DUPLICATES_TOTAL "duplicates_total"
+#define KEY_OUT_OF_RANGE_INDICES "out_of_range_indices"
+#define KEY_OUT_OF_RANGE_TOTAL "out_of_range_total"
+#define KEY_ORDER_SLOT "order_slot"
+#define KEY_PADDING_SLOT "padding_slot"
+#define KEY_TRANSLATED "translated"
+#define KEY_SCORE "score"
+#define KEY_ABOVE_KTH "above_kth"
+#define KEY_ABOVE_KTH_ULPS "above_kth_ulps"
+#define KEY_BELOW_KTH "below_kth"
+#define KEY_BELOW_KTH_ULPS "below_kth_ulps"
+/* the entry's status beside "ok"-like words: judged, or error (reason) */
+#define ENGINE_STATUS_JUDGED "judged"
+#define ENGINE_STATUS_ERROR "error"
+/* summary.engine: records, rows, pass and fail (verdict names), and rows per class */
+
 /* ---- summary -------------------------------------------------------------------------------- */
 
 /* The per-verdict counters (summary.by_backend.NAME) are the verdict names themselves, the
@@ -211,6 +246,7 @@
 #define KEY_RULE "rule"
 #define KEY_UNUSED_TOLERANCES "unused_tolerances"
 #define KEY_FAILING_REPORTS "failing_reports"
+#define KEY_REPORT_SHA256 "report_sha256"
 /* level_from when the level is the backend's own claim */
 #define GATE_LEVEL_FROM_CLAIM "claim"
 
@@ -220,6 +256,7 @@
 #define KEY_ALLOW_MISSING "allow_missing"
 #define KEY_ALLOW_INCOMPLETE "allow_incomplete"
 #define KEY_ALLOW_INPUT_ERRORS "allow_input_errors"
+#define KEY_ALLOW_NOTHING_AUDITED "allow_nothing_audited"
 #define KEY_KNOWN_FAILURES "known_failures"
 #define KEY_ALLOW "allow"
 #define KEY_TOLERATE "tolerate"

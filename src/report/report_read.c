@@ -596,6 +596,96 @@ static int parse_backend(const struct json_reader *reader, const cJSON *json, co
     return AUDIT_OK;
 }
 
+/* records[].engine: null or absent (no engine selection), or the judged entry. */
+static int parse_engine(const struct json_reader *reader, const cJSON *record_json,
+                        const char *record_path, struct document_engine *engine)
+{
+    const cJSON *json, *by_kind;
+    const char *status_word, *verdict_word;
+    char path[JSON_PATH_BYTES], by_kind_path[JSON_PATH_BYTES];
+    int status = json_field_object(reader, record_json, record_path, KEY_ENGINE, FIELD_NULLABLE,
+                                   &json);
+    if (status < 0 || !json)
+        return status;
+    json_path_join(path, sizeof(path), record_path, KEY_ENGINE, -1);
+    snprintf(engine->path, sizeof(engine->path), "%s", path);
+    engine->present = true;
+    status = json_field_string(reader, json, path, KEY_STATUS, FIELD_REQUIRED, &status_word);
+    if (status == AUDIT_OK)
+        status = json_field_string(reader, json, path, KEY_REASON, FIELD_NULLABLE,
+                                   &engine->reason);
+    if (status == AUDIT_OK)
+        status = json_field_string(reader, json, path, KEY_VERDICT, FIELD_REQUIRED,
+                                   &verdict_word);
+    if (status == AUDIT_OK)
+        status = json_field_array(reader, json, path, KEY_VERDICT_REASONS, FIELD_OPTIONAL,
+                                  &engine->verdict_reasons);
+    if (status == AUDIT_OK)
+        status = json_field_string(reader, json, path, KEY_CONTRACT_FROM, FIELD_OPTIONAL,
+                                   &engine->contract_from);
+    if (status == AUDIT_OK)
+        status = json_field_count(reader, json, path, KEY_ROWS, FIELD_REQUIRED, UINT32_MAX, 0,
+                                  &engine->rows);
+    if (status == AUDIT_OK)
+        status = json_field_object(reader, json, path, KEY_ROWS_BY_KIND, FIELD_REQUIRED, &by_kind);
+    if (status == AUDIT_OK)
+        status = json_field_array(reader, json, path, KEY_WRONG_ROWS, FIELD_OPTIONAL,
+                                  &engine->wrong_rows);
+    if (status == AUDIT_OK)
+        status = json_field_array(reader, json, path, KEY_TIE_VARIANT_ROWS, FIELD_OPTIONAL,
+                                  &engine->tie_variant_rows);
+    if (status < 0)
+        return status;
+    if (strcmp(status_word, ENGINE_STATUS_JUDGED) == 0)
+        engine->judged = true;
+    else if (strcmp(status_word, ENGINE_STATUS_ERROR) != 0)
+        return json_field_error(reader, path, KEY_STATUS, "'%s' is neither %s nor %s",
+                                status_word, ENGINE_STATUS_JUDGED, ENGINE_STATUS_ERROR);
+    if (verdict_parse(verdict_word, &engine->verdict) < 0 || engine->verdict == VERDICT_NOT_RUN)
+        return json_field_error(reader, path, KEY_VERDICT, "'%s' is neither pass nor fail",
+                                verdict_word);
+    const cJSON *contract = json_member(json, KEY_CONTRACT);
+    engine->order = cJSON_GetStringValue(json_member(contract, KEY_ORDER));
+    engine->tie_break = cJSON_GetStringValue(json_member(contract, KEY_TIE_BREAK));
+    json_path_join(by_kind_path, sizeof(by_kind_path), path, KEY_ROWS_BY_KIND, -1);
+    for (unsigned c = 0; c < ENGINE_ROW_CLASSES && status == AUDIT_OK; c++)
+        status = json_field_count(reader, by_kind, by_kind_path,
+                                  engine_row_class_name((enum engine_row_class)c), FIELD_REQUIRED,
+                                  UINT32_MAX, 0, &engine->class_rows[c]);
+    for (unsigned kind = 0; kind < CHECK_KIND_COUNT && status == AUDIT_OK; kind++)
+        status = json_field_count(reader, by_kind, by_kind_path,
+                                  check_kind_name((enum check_kind)kind), FIELD_OPTIONAL,
+                                  UINT32_MAX, 0, &engine->kind_rows[kind]);
+    return status;
+}
+
+void document_engine_evidence(const struct document_engine *engine, uint32_t *rows,
+                              char *contract, size_t contract_size,
+                              struct engine_evidence *evidence)
+{
+    uint64_t listed = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, engine->wrong_rows) {
+        if (listed >= VERDICT_LISTED_ROWS)
+            break;
+        if (report_row_number(item, &rows[listed]))
+            listed++;
+    }
+    snprintf(contract, contract_size, "order %s, tie_break %s (%s)",
+             engine->order ? engine->order : "n/a", engine->tie_break ? engine->tie_break : "n/a",
+             engine->contract_from ? engine->contract_from : "n/a");
+    *evidence = (struct engine_evidence){
+        .judged = engine->judged,
+        .reason = engine->reason,
+        .contract = contract,
+        .rows = engine->rows,
+        .wrong_rows = rows,
+        .wrong_rows_listed = listed,
+    };
+    memcpy(evidence->class_rows, engine->class_rows, sizeof(evidence->class_rows));
+    memcpy(evidence->kind_rows, engine->kind_rows, sizeof(evidence->kind_rows));
+}
+
 static int parse_record(const struct json_reader *reader, const cJSON *json, const char *path,
                         bool baseline, struct document_record *record)
 {
@@ -654,7 +744,7 @@ static int parse_record(const struct json_reader *reader, const cJSON *json, con
                 return json_field_error(reader, item_path, KEY_NAME, "backend '%s' is listed twice",
                                         backend->name);
     }
-    return AUDIT_OK;
+    return parse_engine(reader, json, path, &record->engine);
 }
 
 void report_document_release(struct report_document *document)
@@ -740,6 +830,18 @@ int report_document_parse(struct report_document *document, const char *path, cJ
 error:
     report_document_release(document);
     return status;
+}
+
+bool report_fingerprint(const cJSON *root, char hex[65])
+{
+    char *text = cJSON_PrintUnformatted(root);
+    uint8_t digest[HASH_BYTES];
+    if (!text)
+        return false;
+    hash_bytes(text, strlen(text), digest);
+    cJSON_free(text);
+    hash_to_hex(digest, hex);
+    return true;
 }
 
 int report_document_load(struct report_document *document, const char *path,
@@ -858,6 +960,15 @@ static int named_rows_matching(struct report_row_query *query, const cJSON *reco
                               query->report_path, position);
         index = (uint32_t)json_member(entry, KEY_INDEX)->valuedouble;
         *any_record = true;
+        const cJSON *engine = json_member(entry, KEY_ENGINE);
+        if (!query->backend || strcmp(query->backend, KEY_ENGINE) == 0) {
+            char where[256];
+            snprintf(where, sizeof(where), "%s: records[%d].%s.%s", query->report_path, position,
+                     KEY_ENGINE, KEY_WRONG_ROWS);
+            if ((status = named_row_list(query, json_member(engine, KEY_WRONG_ROWS), index, where,
+                                         err)) < 0)
+                return status;
+        }
         int backend_position = 0;
         const cJSON *backends = json_member(entry, KEY_BACKENDS);
         for (const cJSON *backend = backends ? backends->child : NULL; backend;

@@ -72,6 +72,17 @@ void report_table_lines(FILE *out, const struct record_result *record,
     }
 }
 
+void report_table_engine_lines(FILE *out, const struct record_result *record)
+{
+    char where[64], shape[40];
+    if (!record->engine)
+        return;
+    snprintf(where, sizeof(where), "%s:%u", base_name(record->file), record->record->index);
+    snprintf(shape, sizeof(shape), "%u x %d", record->record->rows,
+             report_record_max_length(record->record));
+    report_engine_table_lines(out, where, shape, record->engine, record->source_rows);
+}
+
 void report_table_summary(FILE *out, const struct run_report *report, const char *report_path)
 {
     fprintf(out,
@@ -84,6 +95,16 @@ void report_table_summary(FILE *out, const struct run_report *report, const char
             (unsigned long long)report->status_counts[BACKEND_UNAVAILABLE],
             (unsigned long long)report->status_counts[BACKEND_SKIPPED],
             cJSON_GetArraySize(report->input_errors));
+    const struct engine_counts *engine = &report->engine;
+    if (engine->records)
+        fprintf(out, "# engine selections: %llu record(s) judged: %llu pass, %llu fail; rows: %llu "
+                     "exact, %llu tie_variant (underdetermined, resolved the engine's way), %llu "
+                     "wrong\n",
+                (unsigned long long)engine->records, (unsigned long long)engine->pass,
+                (unsigned long long)engine->fail,
+                (unsigned long long)engine->class_rows[ENGINE_ROW_EXACT],
+                (unsigned long long)engine->class_rows[ENGINE_ROW_TIE_VARIANT],
+                (unsigned long long)engine->class_rows[ENGINE_ROW_WRONG]);
     const uint64_t faults = report->status_counts[BACKEND_HANG] +
                             report->status_counts[BACKEND_CRASH] +
                             report->status_counts[BACKEND_CUDA_ERROR];

@@ -16,6 +16,8 @@ struct verdict_result;
 void report_table_header(FILE *out);
 void report_table_lines(FILE *out, const struct record_result *record,
                         const struct verdict_result *verdicts);
+/* The lines of the record's engine entry (nothing when it has none). */
+void report_table_engine_lines(FILE *out, const struct record_result *record);
 void report_table_summary(FILE *out, const struct run_report *report, const char *report_path);
 /* "# time LABEL: total T ms = kernel K (P%) + ..." for one breakdown (report_table_summary prints
  * it for all backends and for each backend name). */

@@ -17,8 +17,12 @@ cJSON *diff_json_begin(const struct document_context *context, const char *path_
         json_add_u64(document, KEY_K_OVERRIDE, k_override);
     else
         cJSON_AddNullToObject(document, KEY_K_OVERRIDE);
-    /* Key order: context, mismatches, input errors, summary, records. */
-    if (!inputs || !cJSON_AddArrayToObject(document, "mismatches") ||
+    /* Key order: context, pairing, mismatches, notes, input errors, summary, records. */
+    cJSON *pairing = cJSON_AddObjectToObject(document, "pairing");
+    if (!inputs || !pairing || !cJSON_AddStringToObject(pairing, "by", "position") ||
+        !cJSON_AddNullToObject(pairing, "reproducer") ||
+        !cJSON_AddArrayToObject(document, "mismatches") ||
+        !cJSON_AddArrayToObject(document, "notes") ||
         !cJSON_AddArrayToObject(document, KEY_INPUT_ERRORS)) {
         cJSON_Delete(document);
         return NULL;
@@ -44,6 +48,45 @@ int diff_json_add_mismatch(cJSON *document, const char *message)
 int diff_json_add_input_error(cJSON *document, const char *message)
 {
     return add_message(cJSON_GetObjectItemCaseSensitive(document, KEY_INPUT_ERRORS), message);
+}
+
+int diff_json_add_note(cJSON *document, const char *message)
+{
+    return add_message(cJSON_GetObjectItemCaseSensitive(document, "notes"), message);
+}
+
+int diff_json_set_pairing(cJSON *document, const char *by, const char *reproducer)
+{
+    cJSON *pairing = cJSON_GetObjectItemCaseSensitive(document, "pairing");
+    cJSON *by_item = cJSON_CreateString(by);
+    cJSON *side = reproducer ? cJSON_CreateString(reproducer) : cJSON_CreateNull();
+    if (!pairing || !by_item || !side) {
+        cJSON_Delete(by_item);
+        cJSON_Delete(side);
+        return AUDIT_ENOMEM;
+    }
+    cJSON_ReplaceItemInObjectCaseSensitive(pairing, "by", by_item);
+    cJSON_ReplaceItemInObjectCaseSensitive(pairing, "reproducer", side);
+    return AUDIT_OK;
+}
+
+/* One side's engine selection judged: its class, kinds and the candidates it left out. */
+static cJSON *engine_side_json(const struct diff_engine_side *side)
+{
+    cJSON *json = cJSON_CreateObject();
+    if (!json)
+        return NULL;
+    cJSON_AddStringToObject(json, "class", engine_row_class_name(side->row_class));
+    cJSON *kinds = cJSON_AddArrayToObject(json, "kinds");
+    for (unsigned kind = 0; kinds && kind < CHECK_KIND_COUNT; kind++)
+        if (side->kinds & (1u << kind))
+            cJSON_AddItemToArray(kinds,
+                                 cJSON_CreateString(check_kind_name((enum check_kind)kind)));
+    json_add_u64(json, "missing_total", side->missing_count);
+    cJSON *missing = cJSON_AddArrayToObject(json, "missing");
+    for (uint64_t i = 0; missing && i < side->missing_count && i < ENGINE_LISTED_INDICES; i++)
+        cJSON_AddItemToArray(missing, cJSON_CreateNumber((double)side->missing[i]));
+    return json;
 }
 
 static cJSON *row_json(const struct diff_row *row)
@@ -83,6 +126,21 @@ static cJSON *row_json(const struct diff_row *row)
     } else {
         cJSON_AddNullToObject(json, "engine_set_changed");
         cJSON_AddNullToObject(json, "engine_order_changed");
+    }
+    if (row->engine_judged) {
+        const bool wrong_a = row->engine_a.row_class == ENGINE_ROW_WRONG;
+        const bool wrong_b = row->engine_b.row_class == ENGINE_ROW_WRONG;
+        cJSON_AddItemToObject(json, "engine_a", engine_side_json(&row->engine_a));
+        cJSON_AddItemToObject(json, "engine_b", engine_side_json(&row->engine_b));
+        if (wrong_a || wrong_b)
+            cJSON_AddStringToObject(json, "engine_wrong_side",
+                                    wrong_a && wrong_b ? "both" : wrong_a ? "A" : "B");
+        else
+            cJSON_AddNullToObject(json, "engine_wrong_side");
+    } else {
+        cJSON_AddNullToObject(json, "engine_a");
+        cJSON_AddNullToObject(json, "engine_b");
+        cJSON_AddNullToObject(json, "engine_wrong_side");
     }
     cJSON_AddBoolToObject(json, "page_table_differs", row->page_table_differs);
     return json;
@@ -141,6 +199,8 @@ int diff_json_add_record(cJSON *records, const struct diff_record_result *result
     json_add_u64(json, "rows_differing", result->row_count);
     json_add_u64(json, "reference_set_changed_rows", result->reference_changed_rows);
     json_add_u64(json, "page_table_rows_differ", result->page_table_rows);
+    json_add_u64(json, "engine_wrong_rows_a", result->engine_wrong_rows_a);
+    json_add_u64(json, "engine_wrong_rows_b", result->engine_wrong_rows_b);
     cJSON_AddItemToObject(json, "cases", case_counts_json(result->cases));
     cJSON_AddItemToObject(json, "attribution", attribution_counts_json(result->attribution));
     return AUDIT_OK;
@@ -163,6 +223,8 @@ int diff_json_finish(cJSON *document, const struct diff_totals *totals, cJSON *r
         json_add_u64(summary, "records_reference_selection_changed",
                      totals->records_reference_selection_changed);
         json_add_u64(summary, "records_engine_compared", totals->records_engine_compared);
+        json_add_u64(summary, "records_tie_flap", totals->records_tie_flap);
+        json_add_u64(summary, "records_engine_wrong", totals->records_engine_wrong);
         json_add_u64(summary, "page_table_rows_differ", totals->page_table_rows_differ);
         cJSON_AddBoolToObject(summary, "mismatch", totals->mismatch);
         cJSON_AddBoolToObject(summary, "input_error", totals->input_error);

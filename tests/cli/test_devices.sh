@@ -16,7 +16,7 @@ else
     expect_grep '^device 0: ' "$TMP/table.txt" "the table lists device 0"
     expect_grep 'compute capability +[0-9]+\.[0-9]+' "$TMP/table.txt" "device 0 has a compute capability"
 fi
-for backend in radix filtered filtered-det bitonic sort; do
+for backend in radix filtered filtered-det bitonic sort fi-auto fi-det fi-det-sorted fi-graph-safe; do
     expect_grep "^  $backend +(not_guaranteed|run_to_run|gpu_to_gpu) " "$TMP/table.txt" \
         "the table lists backend $backend with its level"
 done
@@ -30,8 +30,8 @@ json_check "$TMP/plain.json" 'j["schema"] == "dsatopk-audit/devices" and j["sche
 json_check "$TMP/plain.json" '"devices" in j["context"]["command_line"] and j["context"]["utc_time"].endswith("Z")' \
     "JSON opens with the context block"
 json_check "$TMP/plain.json" \
-    '[b["name"] for b in j["backends"]] == ["radix", "filtered", "filtered-det", "bitonic", "sort"]' \
-    "JSON lists the five backends of the table in order"
+    '[b["name"] for b in j["backends"]] == ["radix", "filtered", "filtered-det", "bitonic", "sort", "fi-auto", "fi-det", "fi-det-sorted", "fi-graph-safe"]' \
+    "JSON lists the nine backends of the table in order"
 json_check "$TMP/plain.json" \
     'all(b["level"] in ("not_guaranteed", "run_to_run", "gpu_to_gpu") and isinstance(b["limits"], str) for b in j["backends"])' \
     "every backend has a CCCL determinism level and limits"
@@ -116,6 +116,20 @@ check_decisions filtered-det refused-unless-unbuilt 512,1024,2048,4096,8192,1638
 check_decisions bitonic supported 512,1024,2048,4096,8192 "GB10: bitonic runs up to k = 8192"
 check_decisions bitonic "exceeds 8192" 16384 "GB10: bitonic refuses k = 16384 and names its limit"
 check_decisions sort supported 512,1024,2048,4096,8192,16384 "GB10: sort runs at every k"
+# FlashInfer's own kernels read the device themselves: under emulation they refuse, saying so
+# (or, in a build without the flashinfer headers, that they are not built).
+if grep -q 'built from FlashInfer' "$TMP/table.txt"; then
+    fi_reason="cannot be emulated: FlashInfer reads the device itself"
+    pass "the table says the fi backends are built from FlashInfer's headers"
+else
+    fi_reason="not built: flashinfer headers not found (pip install flashinfer-python, or -Dflashinfer_include=...)"
+    expect_grep "limits: .*not built: flashinfer headers not found" "$TMP/table.txt" \
+        "the table says the fi backends are not built, and how to build them"
+fi
+for backend in fi-auto fi-det; do
+    check_decisions "$backend" "$fi_reason" 512,1024,2048,4096,8192,16384 \
+        "GB10: $backend is refused for every k: $fi_reason"
+done
 
 expect_exit 0 "table with emulation" -- "$AUDIT" devices --emulate-smem-per-sm 102400
 cp "$TMP/out" "$TMP/gb10.txt"
