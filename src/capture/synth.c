@@ -771,7 +771,7 @@ static int build_metadata(const struct synth_params *params, cJSON *params_json,
     if (!metadata)
         return audit_fail(err, AUDIT_ENOMEM, "synth: out of memory for metadata");
     int status = AUDIT_ENOMEM;
-    if (!cJSON_AddStringToObject(metadata, "engine", "synth") ||
+    if (!cJSON_AddStringToObject(metadata, KEY_ENGINE, "synth") ||
         !cJSON_AddStringToObject(metadata, "family", params->family) ||
         !cJSON_AddNumberToObject(metadata, KEY_SEED, (double)params->seed) ||
         !cJSON_AddStringToObject(metadata, "generator", SYNTH_GENERATOR))

@@ -186,7 +186,7 @@ static void print_table(FILE *out, const cJSON *document)
         cJSON_ArrayForEach(record, records) {
             const cJSON *entry;
             cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(record, KEY_CENSUS)) {
-                const cJSON *ties = cJSON_GetObjectItemCaseSensitive(entry, "tie_set");
+                const cJSON *ties = cJSON_GetObjectItemCaseSensitive(entry, KEY_TIE_SET);
                 const cJSON *gap = cJSON_GetObjectItemCaseSensitive(entry, "gap");
                 char tie_text[48], gap_text[48], a[16], b[16], c[16];
                 double zero_fraction = number_at(entry, "zero_fraction");

@@ -216,10 +216,10 @@ static int provenance_metadata(const struct capture_record *source,
         cJSON_AddStringToObject(provenance, KEY_REPORT, options->report);
     if (options->backend)
         cJSON_AddStringToObject(provenance, KEY_BACKEND, options->backend);
-    cJSON *previous = cJSON_DetachItemFromObjectCaseSensitive(metadata, "extracted_from");
+    cJSON *previous = cJSON_DetachItemFromObjectCaseSensitive(metadata, KEY_EXTRACTED_FROM);
     if (previous)
-        cJSON_AddItemToObject(provenance, "previous", previous);
-    cJSON_AddItemToObject(metadata, "extracted_from", provenance);
+        cJSON_AddItemToObject(provenance, KEY_PREVIOUS, previous);
+    cJSON_AddItemToObject(metadata, KEY_EXTRACTED_FROM, provenance);
     provenance = NULL;
     char *printed = cJSON_PrintUnformatted(metadata);
     if (!printed || !(*text = malloc(strlen(printed) + 1))) {

@@ -176,7 +176,7 @@ static int parse_metadata(const char *text, cJSON **metadata, struct audit_error
     }
     /* The engine's contract is judged by run, census, diff and compare: a typo is refused here
      * rather than when the capture is audited. */
-    const cJSON *contract = cJSON_GetObjectItemCaseSensitive(*metadata, "contract");
+    const cJSON *contract = cJSON_GetObjectItemCaseSensitive(*metadata, KEY_CONTRACT);
     char *contract_text = contract ? cJSON_PrintUnformatted(contract) : NULL;
     struct engine_contract parsed;
     int status = contract ? engine_contract_parse(contract_text, "--metadata",

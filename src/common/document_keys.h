@@ -1,13 +1,16 @@
 /* The keys that more than one of the tool's documents spell: the run report and its family
- * (baseline, gate verdict, policy: report_keys.h, which includes this header), census, diff,
- * inspect, devices and bench (docs/schemas/ holds each document's JSON Schema), and the capture
- * metadata that synth, import and extract write. Every writer and reader spells these keys
+ * (baseline, gate verdict, policy: report_keys.h, which includes this header), census, diff and
+ * compare (triage_keys.h, which includes it too), inspect, devices and bench (docs/schemas/ holds
+ * each document's JSON Schema), and the capture metadata that synth, import, extract and the
+ * capture hook write and run, diff and compare read. Every writer and reader spells these keys
  * through the constants, so a key shared by two documents cannot drift apart, and
  * tests/build/test_document_keys.py fails when one of these strings is passed by hand to a call
- * anywhere else in src/. Each constant is the key in upper case.
+ * anywhere else in src/, or when two constants define one string. Each constant is the key in
+ * upper case.
  *
- * A key only one document uses stays beside that document's writer; one that a second document
- * starts to use moves here. */
+ * A key only one document uses stays beside that document's writer (the report family's and the
+ * triage documents' in their own key headers); one that a second document starts to use moves
+ * here. */
 #ifndef DSATOPK_DOCUMENT_KEYS_H
 #define DSATOPK_DOCUMENT_KEYS_H
 
@@ -22,6 +25,7 @@
 #define KEY_ERROR "error"
 #define KEY_INPUT_ERRORS "input_errors"
 #define KEY_K_OVERRIDE "k_override"
+#define KEY_NOTES "notes" /* remarks that are not failures: a gate entry's, diff's pairing */
 
 /* ---- context (document_context.h writes the first six) -------------------------------------- */
 
@@ -81,6 +85,18 @@
 #define KEY_SHA256 "sha256" /* of a file: an imported tensor, a plugin */
 #define KEY_REPORT "report" /* the report a capture was extracted from; a shard's report (merge) */
 
+/* capture metadata that other commands read: a reproducer's provenance (extract writes it,
+ * diff pairs by it: file, record, rows, payload_sha256, report, backend, and an earlier
+ * provenance under "previous") and the keys that identify a call (compare aligns by them) */
+#define KEY_EXTRACTED_FROM "extracted_from"
+#define KEY_PREVIOUS "previous"
+#define KEY_RANK "rank"
+#define KEY_LAYER "layer"
+#define KEY_STEP "step"
+#define KEY_CALL "call"
+#define KEY_REQUEST_ID "request_id"
+#define KEY_REQUEST "request"
+
 /* errors: input_errors[] of a report, a census or inspect file's error */
 #define KEY_KIND "kind"
 #define KEY_MESSAGE "message"
@@ -89,8 +105,50 @@
 
 #define KEY_CENSUS "census"
 #define KEY_UNDERDETERMINED_ROWS "underdetermined_rows"
+#define KEY_TIE_SET "tie_set" /* a row's boundary tie set (census per_row, diff differing_rows) */
 #define KEY_MEDIAN "median"
 #define KEY_MIN "min"
 #define KEY_MAX "max"
+
+/* ---- the engine's own selection judged ------------------------------------------------------ */
+
+/* records[].engine of a report and of a census (one writer, report_engine.c), summary.engine,
+ * the engine sides of diff's rows and compare's calls. "engine" is also the capture metadata's
+ * name of the engine that recorded the selection, and "contract" {order, tie_break} the
+ * metadata's order and tie-break the engine promises. */
+#define KEY_ENGINE "engine"
+#define KEY_CONTRACT "contract"
+#define KEY_ORDER "order"
+#define KEY_TIE_BREAK "tie_break"
+#define KEY_CONTRACT_FROM "contract_from"
+#define KEY_ROWS_BY_KIND "rows_by_kind"
+/* wrong_rows: row objects in an engine entry, numbers in a backend's predicted_vs_observed
+ * (report_keys.h), a count in a compare call's engine_wrong[] */
+#define KEY_WRONG_ROWS "wrong_rows"
+#define KEY_WRONG_ROWS_TOTAL "wrong_rows_total"
+#define KEY_TIE_VARIANT_ROWS "tie_variant_rows"
+#define KEY_KINDS "kinds"
+#define KEY_KTH "kth"
+#define KEY_NEEDED "needed"
+#define KEY_MISSING "missing"
+#define KEY_MISSING_TOTAL "missing_total"
+#define KEY_EXTRA "extra"
+#define KEY_EXTRA_TOTAL "extra_total"
+#define KEY_DUPLICATES "duplicates"
+#define KEY_DUPLICATES_TOTAL "duplicates_total"
+#define KEY_OUT_OF_RANGE_INDICES "out_of_range_indices"
+#define KEY_OUT_OF_RANGE_TOTAL "out_of_range_total"
+#define KEY_ORDER_SLOT "order_slot"
+#define KEY_PADDING_SLOT "padding_slot"
+#define KEY_TRANSLATED "translated"
+#define KEY_SCORE "score"
+#define KEY_ABOVE_KTH "above_kth"
+#define KEY_ABOVE_KTH_ULPS "above_kth_ulps"
+#define KEY_BELOW_KTH "below_kth"
+#define KEY_BELOW_KTH_ULPS "below_kth_ulps"
+/* the entry's status: judged, or error (reason says why) */
+#define ENGINE_STATUS_JUDGED "judged"
+#define ENGINE_STATUS_ERROR KEY_ERROR
+/* summary.engine: records, rows, pass and fail (verdict names), and rows per class */
 
 #endif

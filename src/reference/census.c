@@ -255,7 +255,7 @@ static void add_row_json(cJSON *array, uint32_t b, const struct census_row *row)
     } else {
         json_add_float_exact(item, "boundary", row->boundary);
     }
-    json_add_u64(item, "tie_set", (uint64_t)row->tie_set);
+    json_add_u64(item, KEY_TIE_SET, (uint64_t)row->tie_set);
     json_add_u64(item, "above", (uint64_t)row->above);
     cJSON_AddBoolToObject(item, "underdetermined", row->underdetermined);
     cJSON_AddBoolToObject(item, "zero_boundary", row->zero_boundary);
@@ -317,7 +317,7 @@ static int census_k_json(const struct capture_record *record, uint32_t k,
     json_add_u64(json, "nan", nan);
     json_add_u64(json, "subnormal", subnormal);
 
-    cJSON *tie_json = cJSON_AddObjectToObject(json, "tie_set");
+    cJSON *tie_json = cJSON_AddObjectToObject(json, KEY_TIE_SET);
     cJSON *gap_json = cJSON_AddObjectToObject(json, "gap");
     if (tie_json && gap_json) {
         if (bounded > 0) {

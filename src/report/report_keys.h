@@ -4,8 +4,9 @@
  * reader (report_read.c), the HTML page and `extract --from-report` spell every key through
  * these constants, so a key is defined here once and a grep for its string finds every place
  * that writes or reads it. Each constant is the key in upper case. The keys these documents
- * share with census, diff, inspect, devices and bench are document_keys.h's, included here;
- * tests/build/test_document_keys.py keeps both headers the only spelling.
+ * share with census, diff, compare, inspect, devices and bench (the engine's judgement among
+ * them) are document_keys.h's, included here; tests/build/test_document_keys.py keeps the key
+ * headers the only spelling.
  *
  * Values that name something (statuses, verdicts, levels, violation kinds) come from their own
  * name functions (verdict.h); the census object inside a record is the census's own format
@@ -127,7 +128,7 @@
 #define KEY_PREDICTED_OVERFLOW_ROWS "predicted_overflow_rows"
 /* flapping_rows (above) is a count here, a list in a tally */
 #define KEY_SET_FLAPPING_ROWS "set_flapping_rows"
-#define KEY_WRONG_ROWS "wrong_rows"
+/* wrong_rows (document_keys.h) is a list of row numbers here */
 #define KEY_SET_FLAPPING_AND_UNDERDETERMINED "set_flapping_and_underdetermined"
 #define KEY_SET_FLAPPING_NOT_UNDERDETERMINED "set_flapping_not_underdetermined"
 #define KEY_UNDERDETERMINED_NOT_SET_FLAPPING "underdetermined_not_set_flapping"
@@ -152,41 +153,6 @@
 #define KEY_DEPENDENT_ROWS "dependent_rows"
 #define KEY_CONTEXTS_DIFFERING "contexts_differing"
 #define KEY_CONTEXTS_SET_DIFFERING "contexts_set_differing"
-
-/* ---- the engine's own selection (records[].engine) ------------------------------------------ */
-
-#define KEY_ENGINE "engine"
-#define KEY_CONTRACT "contract"
-#define KEY_ORDER "order"
-#define KEY_TIE_BREAK "tie_break"
-#define KEY_CONTRACT_FROM "contract_from"
-#define KEY_ROWS_BY_KIND "rows_by_kind"
-/* wrong_rows (above) is a list of row objects here */
-#define KEY_WRONG_ROWS_TOTAL "wrong_rows_total"
-#define KEY_TIE_VARIANT_ROWS "tie_variant_rows"
-#define KEY_KINDS "kinds"
-#define KEY_KTH "kth"
-#define KEY_NEEDED "needed"
-#define KEY_MISSING "missing"
-#define KEY_MISSING_TOTAL "missing_total"
-#define KEY_EXTRA "extra"
-#define KEY_EXTRA_TOTAL "extra_total"
-#define KEY_DUPLICATES "duplicates"
-#define KEY_DUPLICATES_TOTAL "duplicates_total"
-#define KEY_OUT_OF_RANGE_INDICES "out_of_range_indices"
-#define KEY_OUT_OF_RANGE_TOTAL "out_of_range_total"
-#define KEY_ORDER_SLOT "order_slot"
-#define KEY_PADDING_SLOT "padding_slot"
-#define KEY_TRANSLATED "translated"
-#define KEY_SCORE "score"
-#define KEY_ABOVE_KTH "above_kth"
-#define KEY_ABOVE_KTH_ULPS "above_kth_ulps"
-#define KEY_BELOW_KTH "below_kth"
-#define KEY_BELOW_KTH_ULPS "below_kth_ulps"
-/* the entry's status beside "ok"-like words: judged, or error (reason) */
-#define ENGINE_STATUS_JUDGED "judged"
-#define ENGINE_STATUS_ERROR "error"
-/* summary.engine: records, rows, pass and fail (verdict names), and rows per class */
 
 /* ---- summary -------------------------------------------------------------------------------- */
 
@@ -239,7 +205,6 @@
 #define KEY_REPORT_STATUS "report_status"
 #define KEY_BASELINE_STATUS "baseline_status"
 #define KEY_REASONS "reasons"
-#define KEY_NOTES "notes"
 #define KEY_WHY "why"
 #define KEY_DEVICE_INDEX "device_index"
 #define KEY_TOLERATED_BY "tolerated_by"

@@ -38,7 +38,9 @@ int json_field_item(const struct json_reader *reader, const cJSON *object, const
     const cJSON *item = json_member(object, key);
     *out = NULL;
     if (!item)
-        return need == FIELD_REQUIRED ? json_field_error(reader, path, key, "missing") : AUDIT_OK;
+        return need == FIELD_REQUIRED
+                   ? json_field_error(reader, path, key, "missing") /* a message, not a key */
+                   : AUDIT_OK;
     if (cJSON_IsNull(item)) {
         if (need == FIELD_NULLABLE)
             return AUDIT_OK;
@@ -591,7 +593,8 @@ static int parse_backend(const struct json_reader *reader, const cJSON *json, co
         if (status < 0)
             return status;
         if (entry->device.device_index < 0)
-            return json_field_error(reader, item_path, KEY_DEVICE, "missing");
+            return json_field_error(reader, item_path, KEY_DEVICE,
+                                    "missing"); /* a message, not a key */
     }
     return AUDIT_OK;
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Every document key is spelled once: in src/common/document_keys.h or src/report/report_keys.h.
+"""Every document key is spelled once: in src/common/document_keys.h, src/report/report_keys.h or
+src/triage/triage_keys.h.
 
 Each string those headers #define (a key, a schema name, a value such as "not_required") must not
 appear as a string literal in a call anywhere else in src/: a key reaches JSON only through a call
@@ -9,7 +10,8 @@ not a key and is left alone: a command-line option in a getopt table, a printf c
 message argument (any literal after a format string of the same call), a struct initializer. A
 #define of such a literal (a second name for a key) is refused too. A line whose comment says
 "not a key" is skipped: the word is a label shown to a reader (an HTML row, a message's JSON path
-root) that happens to be spelled like a key.
+root) that happens to be spelled like a key. A string the headers define under two names is
+refused as well.
 
 Run from the source root (meson's workdir), or give the root as the argument. Exit 0 when the
 keys are spelled once, 1 with one line per hand-spelled key (FILE:LINE: "key" (CONSTANT) in CALL).
@@ -19,7 +21,7 @@ import os
 import re
 import sys
 
-HEADERS = ("src/common/document_keys.h", "src/report/report_keys.h")
+HEADERS = ("src/common/document_keys.h", "src/report/report_keys.h", "src/triage/triage_keys.h")
 SOURCE_SUFFIXES = (".c", ".h", ".cu", ".cuh", ".in")
 NOT_CALLS = {"if", "while", "for", "switch", "return", "sizeof", "defined", "_Alignof",
              "__attribute__", "alignof", "typeof", "__typeof__"}
@@ -36,13 +38,33 @@ def defined_strings(text):
     return strings
 
 
-def header_strings(root):
-    strings = {}
+def header_definitions(root):
+    """(header, constant, string) for every #define NAME "string" of the headers."""
+    definitions = []
     for header in HEADERS:
         with open(os.path.join(root, header), encoding="utf-8") as f:
-            for value, name in defined_strings(f.read()).items():
-                strings.setdefault(value, name)
+            definitions += [(header, name, value) for name, value in DEFINE.findall(f.read())]
+    return definitions
+
+
+def header_strings(root):
+    strings = {}
+    for _, name, value in header_definitions(root):
+        strings.setdefault(value, name)
     return strings
+
+
+def defined_twice(definitions):
+    """A line per string that two constants define (in one header or two): one of them is a
+    second spelling of the key."""
+    first, problems = {}, []
+    for header, name, value in definitions:
+        if value in first:
+            problems.append(f'{header}: "{value}" is {name} and {first[value][1]} '
+                            f'({first[value][0]}): define it once')
+        else:
+            first[value] = (header, name)
+    return problems
 
 
 def tokens(text):
@@ -159,7 +181,7 @@ def hand_spelled(text, strings):
 
 def scan(root):
     strings = header_strings(root)
-    problems = []
+    problems = defined_twice(header_definitions(root))
     for directory, _, files in os.walk(os.path.join(root, "src")):
         for name in sorted(files):
             path = os.path.join(directory, name)
@@ -199,6 +221,10 @@ def self_test():
         '#define ROOT "rows" /* the document in messages, not a key */',
     ]
     failures = 0
+    twice = [("a.h", "KEY_ROWS", "rows"), ("b.h", "KEY_ROW_LIST", "rows"), ("b.h", "KEY_K", "k")]
+    if len(defined_twice(twice)) != 1 or defined_twice(twice[1:]):
+        print(f"self-test: defined_twice({twice}) is {defined_twice(twice)}")
+        failures += 1
     header = ('#define KEY_ROWS "rows"\n#define KEY_PLUGIN "plugin" /* {"path"} */\n'
               '  #  define KEY_K "k" // k\n#define KEY_NOT A_MACRO("x")\n')
     if defined_strings(header) != {"rows": "KEY_ROWS", "plugin": "KEY_PLUGIN", "k": "KEY_K"}:
