@@ -5,8 +5,11 @@
 # baseline, shards and their merge, GPU-like reports (tests/cli/gpu_like.py) and the gate
 # verdicts over them with and without a policy (the policies too), census, inspect, diff, devices
 # (with the described device), bench --out where a GPU writes one, the bench document of the unit
-# test test_bench_json (argument 2) and docs/bench/h200.json. Then copies of valid documents with
-# a key renamed, removed or added, or a status misspelled, must fail: the schemas are strict.
+# test test_bench_json (argument 2) and docs/bench/h200.json; and on two captures with the engine's
+# own selections (written with the dsatopk_capture package: a tie variant and a wrong row) the
+# report, baseline, census, diff (also of a reproducer against its original), compare (by call
+# and by position) and gate with and without a policy. Then copies of valid documents with a
+# key renamed, removed or added, or a status misspelled, must fail: the schemas are strict.
 # Without python3-jsonschema the test skips (77), except under CI (CI set), where it fails.
 . "$(dirname "$0")/lib.sh"
 BENCH_JSON_TEST=${2:-}
@@ -69,6 +72,52 @@ else
 fi
 cp docs/bench/h200.json "$D/bench_h200_v1.json"
 
+# ---- the engine's own selections -------------------------------------------------------------
+need_python_with_numpy
+"$PYTHON" - "$TMP" <<'EOF' || fail "writing the engine captures with the dsatopk_capture package"
+import sys
+import numpy as np
+from dsatopk_capture import append_record
+
+d = sys.argv[1]
+rows, length, k = 4, 128, 8
+scores = np.random.default_rng(3).standard_normal((rows, length)).astype(np.float32)
+
+def order(row):
+    return np.argsort(-row, kind="stable")
+
+scores[1, order(scores[1])[k]] = scores[1, order(scores[1])[k - 1]]  # row 1: a boundary tie
+exact = np.stack([order(row)[:k] for row in scores]).astype(np.int32)
+metadata = {"layer": 0, "step": 0, "contract": {"order": "sorted", "tie_break": "none"}}
+append_record(f"{d}/engine_a.bin", scores, [length] * rows, k, engine_indices=exact,
+              metadata=metadata)
+other = exact.copy()
+other[2, 0] = order(scores[2])[k]                        # row 2 drops its top candidate
+tie = sorted([int(order(scores[1])[k - 1]), int(order(scores[1])[k])])
+other[1, list(other[1]).index(tie[0])] = tie[1]          # row 1 takes the other tie
+append_record(f"{d}/engine_b.bin", scores, [length] * rows, k, engine_indices=other,
+              metadata=metadata)
+EOF
+E="$TMP/engine_b.bin"
+"$AUDIT" run --reps 2 --out "$D/run_engine.json" --baseline-out "$D/baseline_engine.json" "$E" \
+    >/dev/null 2>&1
+"$AUDIT" census --format json -o "$D/census_engine.json" "$E" >/dev/null 2>&1
+"$AUDIT" diff --format json -o "$D/diff_engine.json" "$TMP/engine_a.bin" "$E" >/dev/null 2>&1
+"$AUDIT" extract "$E" --from-report "$D/run_engine.json" -o "$TMP/repro.bin" >/dev/null 2>&1
+"$AUDIT" diff --format json -o "$D/diff_reproducer.json" "$E" "$TMP/repro.bin" >/dev/null 2>&1
+"$AUDIT" compare --format json -o "$D/compare_calls.json" "$TMP/engine_a.bin" "$E" \
+    "$TMP/engine_a.bin" >/dev/null 2>&1
+"$AUDIT" compare --format json -o "$D/compare_position.json" $C/tie.bin $C/plateau.bin \
+    >/dev/null 2>&1
+"$AUDIT" gate --baseline "$D/run_engine.json" --format none --out "$D/gate_engine.json" \
+    "$D/run_engine.json" >/dev/null 2>&1
+cat >"$D/policy_engine.json" <<'EOF'
+{"schema": "dsatopk-audit/policy", "schema_version": 1, "allow_nothing_audited": true,
+ "backends": {"engine": {"allow": ["engine_wrong"], "comment": "the engine drops candidates"}}}
+EOF
+"$AUDIT" gate --baseline "$D/baseline_engine.json" --policy "$D/policy_engine.json" --format none \
+    --out "$D/gate_engine_policy.json" "$D/run_engine.json" >/dev/null 2>&1
+
 gpu_like_gates "$D/run.json" "$D" "$D" clean sort-flaps radix-wrong filtered-unsupported \
     drop-record-2
 "$AUDIT" gate --baseline "$D/baseline.json" --format none --out "$D/gate_cpu.json" \
@@ -100,7 +149,9 @@ names=(run.json baseline.json run_modes.json run_devices.json shard1.json shard2
        bench_h200_v1.json gpu_clean.json gpu_sort-flaps.json gpu_radix-wrong.json
        gpu_filtered-unsupported.json gpu_drop-record-2.json gate_clean.json gate_sort-flaps.json
        gate_radix-wrong.json gate_filtered-unsupported.json gate_drop-record-2.json gate_cpu.json
-       policy.json gate_policy.json gate_policy_plain.json)
+       policy.json gate_policy.json gate_policy_plain.json run_engine.json baseline_engine.json
+       census_engine.json diff_engine.json diff_reproducer.json compare_calls.json
+       compare_position.json gate_engine.json policy_engine.json gate_engine_policy.json)
 [ -f "$PLUGINS/host_good.so" ] && names+=(run_plugin.json)
 [ -n "$BENCH_JSON_TEST" ] && names+=(bench_unit.json)
 [ -f "$D/bench.json" ] && names+=(bench.json)
@@ -121,6 +172,22 @@ json_check "$D/devices_described.json" 'j["devices"] and j["devices"][0]["descri
     "devices --emulate-smem-per-sm: the described device"
 json_check "$D/gate_policy.json" 'j["context"]["policy"] and any(e["tolerated_by"] for r in j["reports"] for e in r["entries"]) and j["unused_tolerances"]' \
     "gate with a policy: a tolerated entry and an unused tolerance"
+json_check "$D/run_engine.json" 'j["records"][0]["engine"]["wrong_rows"][0]["missing"] and j["records"][0]["engine"]["tie_variant_rows"] == [1] and j["summary"]["engine"]["wrong"] == 1' \
+    "run on engine selections: a wrong row described, a tie variant, summary.engine"
+json_check "$D/census_engine.json" 'j["files"][0]["records"][0]["engine"]["verdict"] == "fail"' \
+    "census on engine selections: the engine's judgement"
+json_check "$D/diff_engine.json" '[r["case"] for r in j["records"][0]["differing_rows"]] == ["tie_flap", "engine_wrong"] and j["records"][0]["differing_rows"][1]["engine_wrong_side"] == "B"' \
+    "diff of engine selections: a tie flap and a wrong side"
+json_check "$D/diff_reproducer.json" 'j["pairing"] == {"by": "extracted_from", "reproducer": "B"}' \
+    "diff of a reproducer: paired by extracted_from"
+json_check "$D/compare_calls.json" 'j["alignment"]["by"] == "call" and j["calls"][0]["engine_wrong"][0]["run"] == 1' \
+    "compare by call: run 1's engine is wrong"
+json_check "$D/compare_position.json" 'j["alignment"]["by"] == "position" and not any(c["comparable"] for c in j["calls"])' \
+    "compare by position: calls that are not comparable"
+json_check "$D/gate_engine.json" 'any(e["backend"] == "engine" and e["level"] is None for e in j["reports"][0]["entries"]) and j["reports"][0]["report_sha256"]' \
+    "gate on engine selections: the engine entry, the report's fingerprint"
+json_check "$D/gate_engine_policy.json" 'j["context"]["policy"]["allow_nothing_audited"] and j["summary"]["verdict"] == "pass"' \
+    "gate with allow_nothing_audited and engine_wrong allowed"
 if [ -f "$PLUGINS/host_good.so" ]; then
     json_check "$D/run_plugin.json" 'any("plugin" in b for r in j["records"] for b in r["backends"])' \
         "run --plugin: the plugin block"
@@ -180,4 +247,24 @@ if [ -n "$BENCH_JSON_TEST" ]; then
     broken bench_untimed bench_unit.json 'del j["results"][0]["median_us"]' "median_us"
     broken bench_unsupported_timed bench_unit.json 'j["results"][1]["median_us"] = 1.0' "results\[1\]"
 fi
+broken engine_status run_engine.json 'j["records"][0]["engine"]["status"] = "ok"' \
+    "engine\.status: 'ok' is not one of"
+broken engine_row_detail run_engine.json 'del j["records"][0]["engine"]["wrong_rows"][0]["missing_total"]' \
+    "wrong_rows\[0\].*missing_total"
+broken engine_summary run_engine.json 'del j["summary"]["engine"]["tie_variant"]' "'tie_variant' is a required property"
+broken census_engine_key census_engine.json 'j["files"][0]["records"][0]["engine"]["contract"]["tie"] = "small"' \
+    "contract.*tie"
+broken diff_old_case diff_engine.json 'j["records"][0]["differing_rows"][0]["case"] = "scores_same_engine_differs"' \
+    "'scores_same_engine_differs' is not one of"
+broken diff_engine_side diff_engine.json 'j["records"][0]["differing_rows"][1]["engine_wrong_side"] = "a"' \
+    "engine_wrong_side"
+broken diff_pairing diff_reproducer.json 'j["pairing"]["reproducer"] = None' "pairing\.reproducer"
+broken compare_attribution compare_calls.json 'j["calls"][0]["attribution"] = "kernel"' \
+    "calls\[0\]\.attribution: 'kernel' is not one of"
+broken compare_not_comparable compare_position.json 'j["calls"][0]["attribution"] = "none"' "calls\[0\]"
+broken gate_engine_level gate_engine.json 'e = [e for e in j["reports"][0]["entries"] if e["backend"] == "engine"][0]; e["level"] = "gpu_to_gpu"' \
+    "entries\[[0-9]+\]\.level"
+broken gate_fingerprint gate_engine.json 'j["context"]["baseline"]["report_sha256"] = "abc"' "report_sha256"
+broken policy_allow_typo policy_engine.json 'j["backends"]["engine"]["allow"] = ["engine_wrong_rows"]' \
+    "'engine_wrong_rows' is not one of"
 finish

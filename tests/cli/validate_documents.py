@@ -80,11 +80,13 @@ def describe(error):
     message = error.message
     if error.context:
         # The branch that got furthest: for a nullable object, the object's error, not "is
-        # not of type 'null'".
+        # not of type 'null'". The failing value is cut short so that the branch's error shows.
         deepest = max(error.context, key=lambda e: (len(e.absolute_path),
                                                     e.validator not in ("type", "const")))
-        message += f" ({json_path(deepest.absolute_path)}: {deepest.message})"
-    return message if len(message) < 400 else message[:400] + "..."
+        if len(message) > 200:
+            message = message[:200] + "..."
+        message += f" ({json_path(deepest.absolute_path)}: {describe(deepest)})"
+    return message if len(message) < 800 else message[:800] + "..."
 
 
 def validate_document(document, name, schemas, validators):
