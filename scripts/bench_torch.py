@@ -3,8 +3,8 @@
 one input copy per launch, L2 overwritten before each replay, median per call over >= 100 replays.
 
 Usage (on the GPU machine): scripts/bench_torch.py [--shapes 16x131072:2048,...] [--out FILE]
-Writes the bench command's document (dsatopk-audit/bench version 2,
-docs/schemas/bench-2.schema.json) with backend "torch.topk"; what this script does not measure
+Writes the bench command's document (dsatopk-audit/bench version 3,
+docs/schemas/bench-3.schema.json) with backend "torch.topk"; what this script does not measure
 (the HBM floor, the driver version) is null."""
 import argparse
 import json
@@ -104,6 +104,12 @@ def project_version():
     return version, revision
 
 
+def cuda_version_text(text):
+    """'12.4.1' -> '12.4', as the tool writes versions; None when unknown."""
+    match = re.match(r"(\d+)\.(\d+)", text or "")
+    return f"{match.group(1)}.{match.group(2)}" if match else None
+
+
 def cuda_version_number(text):
     """'12.4' -> 12040, as CUDA encodes versions; None when unknown."""
     match = re.match(r"(\d+)\.(\d+)", text or "")
@@ -114,7 +120,7 @@ def document(properties, results):
     """The bench document: the context block every document opens with, the device, results."""
     version, revision = project_version()
     return {
-        "schema": "dsatopk-audit/bench", "schema_version": 2,
+        "schema": "dsatopk-audit/bench", "schema_version": 3,
         "context": {
             "tool_version": version, "git_revision": revision,
             "version_string": f"{version} ({revision or 'no revision'}), "
@@ -130,7 +136,9 @@ def document(properties, results):
                                              None),
                 "l2_bytes": getattr(properties, "L2_cache_size", None),
                 "driver_version": None,
-                "runtime_version": cuda_version_number(torch.version.cuda),
+                "runtime_version": cuda_version_text(torch.version.cuda),
+                "driver_version_number": None,
+                "runtime_version_number": cuda_version_number(torch.version.cuda),
                 "copy_bandwidth_bytes_per_s": None, "empty_kernel_us": None,
                 "clusters_at_once": None,
             },

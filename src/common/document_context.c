@@ -56,6 +56,32 @@ int document_device_add(cJSON *object, const struct gpu_device_info *info)
     return AUDIT_OK;
 }
 
+/* CUDA encodes versions as 1000 * major + 10 * minor; 0 or less: unknown, null. */
+static bool add_version_text(cJSON *object, const char *key, int version)
+{
+    char text[32];
+    if (version <= 0)
+        return cJSON_AddNullToObject(object, key) != NULL;
+    snprintf(text, sizeof(text), "%d.%d", version / 1000, (version % 1000) / 10);
+    return cJSON_AddStringToObject(object, key, text) != NULL;
+}
+
+static bool add_version_number(cJSON *object, const char *key, int version)
+{
+    return (version <= 0 ? cJSON_AddNullToObject(object, key)
+                         : cJSON_AddNumberToObject(object, key, version)) != NULL;
+}
+
+int document_cuda_versions_add(cJSON *object, int driver_version, int runtime_version)
+{
+    if (!object || !add_version_text(object, KEY_DRIVER_VERSION, driver_version) ||
+        !add_version_text(object, KEY_RUNTIME_VERSION, runtime_version) ||
+        !add_version_number(object, KEY_DRIVER_VERSION_NUMBER, driver_version) ||
+        !add_version_number(object, KEY_RUNTIME_VERSION_NUMBER, runtime_version))
+        return AUDIT_ENOMEM;
+    return AUDIT_OK;
+}
+
 cJSON *document_context_json(const struct document_context *context)
 {
     cJSON *object = cJSON_CreateObject();

@@ -43,6 +43,12 @@ cJSON *document_context_json(const struct document_context *context);
  * document adds its own fields after them. Returns 0, or AUDIT_ENOMEM. */
 int document_device_add(cJSON *object, const struct gpu_device_info *info);
 
+/* The CUDA driver and runtime versions as every document writes them: "driver_version" and
+ * "runtime_version" as text ("13.0"), then "driver_version_number" and "runtime_version_number"
+ * as CUDA encodes them (13000); all null for a version of 0 or less (unknown: no driver).
+ * Returns 0, or AUDIT_ENOMEM. */
+int document_cuda_versions_add(cJSON *object, int driver_version, int runtime_version);
+
 /* A new document opening with "schema", "schema_version" and "context" (the six keys;
  * *context_json, when not NULL, receives that object for the caller's own fields). NULL when out
  * of memory. */

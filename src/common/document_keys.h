@@ -46,12 +46,18 @@
 #define KEY_NAME "name"
 #define KEY_COMPUTE_CAPABILITY "compute_capability"
 #define KEY_SM_COUNT "sm_count"
-#define KEY_SMEM_PER_SM_BYTES "smem_per_sm_bytes"
+#define KEY_SMEM_PER_SM_BYTES "smem_per_sm_bytes" /* after emulation: what supports() sees */
+#define KEY_REPORTED_SMEM_PER_SM_BYTES "reported_smem_per_sm_bytes" /* what the hardware says */
+#define KEY_SMEM_PER_BLOCK_OPTIN_BYTES "smem_per_block_optin_bytes"
 #define KEY_SMEM_EMULATED "smem_emulated"
 #define KEY_L2_BYTES "l2_bytes"
 #define KEY_GLOBAL_MEMORY_BYTES "global_memory_bytes"
+/* CUDA's versions: "13.0" (null when unknown), and CUDA's number 1000 * major + 10 * minor
+ * (document_cuda_versions_add writes the four) */
 #define KEY_DRIVER_VERSION "driver_version"
 #define KEY_RUNTIME_VERSION "runtime_version"
+#define KEY_DRIVER_VERSION_NUMBER "driver_version_number"
+#define KEY_RUNTIME_VERSION_NUMBER "runtime_version_number"
 
 /* ---- a backend (report entries, devices, bench) --------------------------------------------- */
 

@@ -12,8 +12,7 @@ static cJSON *device_json(const struct bench_device *measured)
         return NULL;
     document_device_add(json, device);
     json_add_u64(json, KEY_L2_BYTES, device->l2_bytes);
-    cJSON_AddNumberToObject(json, KEY_DRIVER_VERSION, device->driver_version);
-    cJSON_AddNumberToObject(json, KEY_RUNTIME_VERSION, device->runtime_version);
+    document_cuda_versions_add(json, device->driver_version, device->runtime_version);
     json_add_number(json, "copy_bandwidth_bytes_per_s", measured->copy_bandwidth);
     json_add_number(json, "empty_kernel_us", measured->empty_kernel_us);
     /* clusters of 1 .. 16 CTAs of one SM each at once: what bitonic's plans were sized by */

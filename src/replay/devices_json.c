@@ -80,7 +80,6 @@ static bool add_cluster_fit(cJSON *item, const struct gpu_device_info *info)
 static cJSON *device_json(const struct gpu_device_info *info, bool described,
                           const struct devices_query *query)
 {
-    char text[32];
     cJSON *item = cJSON_CreateObject();
     if (!item)
         return NULL;
@@ -89,18 +88,13 @@ static cJSON *device_json(const struct gpu_device_info *info, bool described,
     else
         cJSON_AddNumberToObject(item, KEY_ORDINAL, info->ordinal);
     cJSON_AddBoolToObject(item, "described", described);
-    cJSON_AddStringToObject(item, KEY_NAME, info->name);
-    snprintf(text, sizeof(text), "%d.%d", info->cc_major, info->cc_minor);
-    cJSON_AddStringToObject(item, KEY_COMPUTE_CAPABILITY, text);
-    cJSON_AddNumberToObject(item, KEY_SM_COUNT, info->sm_count);
-    json_add_u64(item, "smem_per_sm", info->smem_per_sm);
-    json_add_u64(item, "reported_smem_per_sm", info->reported_smem_per_sm);
-    json_add_u64(item, "smem_per_block_optin", info->smem_per_block_optin);
+    document_device_add(item, info);
+    json_add_u64(item, KEY_REPORTED_SMEM_PER_SM_BYTES, info->reported_smem_per_sm);
+    json_add_u64(item, KEY_SMEM_PER_BLOCK_OPTIN_BYTES, info->smem_per_block_optin);
     cJSON_AddBoolToObject(item, KEY_SMEM_EMULATED, info->smem_emulated);
     json_add_u64(item, KEY_L2_BYTES, info->l2_bytes);
     json_add_u64(item, KEY_GLOBAL_MEMORY_BYTES, info->global_memory_bytes);
-    cJSON_AddNumberToObject(item, KEY_DRIVER_VERSION, info->driver_version);
-    cJSON_AddNumberToObject(item, KEY_RUNTIME_VERSION, info->runtime_version);
+    document_cuda_versions_add(item, info->driver_version, info->runtime_version);
     if (!add_cluster_fit(item, info))
         goto error;
     cJSON *backends = cJSON_AddArrayToObject(item, KEY_BACKENDS);
@@ -166,8 +160,7 @@ cJSON *devices_json_begin(const struct document_context *context,
         cJSON_AddStringToObject(cuda_json, "no_device_reason", cuda->no_device_reason);
     else
         cJSON_AddNullToObject(cuda_json, "no_device_reason");
-    cJSON_AddNumberToObject(cuda_json, KEY_DRIVER_VERSION, cuda->driver_version);
-    cJSON_AddNumberToObject(cuda_json, KEY_RUNTIME_VERSION, cuda->runtime_version);
+    document_cuda_versions_add(cuda_json, cuda->driver_version, cuda->runtime_version);
 
     cJSON *backends = cJSON_AddArrayToObject(document, KEY_BACKENDS);
     if (!backends)

@@ -32,7 +32,6 @@ static uint32_t source_row(const struct record_result *record, uint32_t row)
 static cJSON *device_json(const struct gpu_device_info *device)
 {
     cJSON *json = cJSON_CreateObject();
-    char text[32];
     if (!json)
         return NULL;
     cJSON_AddNumberToObject(json, KEY_ORDINAL, device->ordinal);
@@ -42,15 +41,7 @@ static cJSON *device_json(const struct gpu_device_info *device)
     cJSON_AddBoolToObject(json, KEY_SMEM_EMULATED, device->smem_emulated);
     json_add_u64(json, KEY_L2_BYTES, device->l2_bytes);
     json_add_u64(json, KEY_GLOBAL_MEMORY_BYTES, device->global_memory_bytes);
-    /* CUDA encodes versions as 1000 * major + 10 * minor. */
-    snprintf(text, sizeof(text), "%d.%d", device->driver_version / 1000,
-             (device->driver_version % 1000) / 10);
-    cJSON_AddStringToObject(json, KEY_DRIVER_VERSION, text);
-    snprintf(text, sizeof(text), "%d.%d", device->runtime_version / 1000,
-             (device->runtime_version % 1000) / 10);
-    cJSON_AddStringToObject(json, KEY_RUNTIME_VERSION, text);
-    cJSON_AddNumberToObject(json, KEY_DRIVER_VERSION_NUMBER, device->driver_version);
-    cJSON_AddNumberToObject(json, KEY_RUNTIME_VERSION_NUMBER, device->runtime_version);
+    document_cuda_versions_add(json, device->driver_version, device->runtime_version);
     return json;
 }
 

@@ -45,12 +45,6 @@
 #define KEY_GPU_PREFILTER "gpu_prefilter"
 #define KEY_SHARD "shard"
 
-/* context.device, and the device of a per_device entry (beside document_keys.h's GPU keys) */
-#define KEY_SMEM_PER_BLOCK_OPTIN_BYTES "smem_per_block_optin_bytes"
-#define KEY_REPORTED_SMEM_PER_SM_BYTES "reported_smem_per_sm_bytes"
-#define KEY_DRIVER_VERSION_NUMBER "driver_version_number"
-#define KEY_RUNTIME_VERSION_NUMBER "runtime_version_number"
-
 /* ---- records -------------------------------------------------------------------------------- */
 
 #define KEY_GLOBAL_INDEX "global_index"

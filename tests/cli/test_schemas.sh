@@ -243,6 +243,10 @@ broken inspect_status inspect.json 'j["files"][0]["status"] = "fine"' "'fine' is
 broken diff_case diff_other.json 'j["records"][0]["differing_rows"][0]["case"] = "flap"' "'flap' is not one of"
 broken devices_clusters devices_described.json 'j["devices"][0]["clusters_at_once"] = [1, 2, 3]' \
     "clusters_at_once"
+broken devices_old_unit devices_described.json 'd = j["devices"][0]; d["smem_per_sm"] = d.pop("smem_per_sm_bytes")' \
+    "smem_per_sm_bytes"
+broken devices_version_number devices_described.json 'j["cuda"]["runtime_version"] = 13000' \
+    "cuda\.runtime_version: 13000 is not of type"
 if [ -n "$BENCH_JSON_TEST" ]; then
     broken bench_untimed bench_unit.json 'del j["results"][0]["median_us"]' "median_us"
     broken bench_unsupported_timed bench_unit.json 'j["results"][1]["median_us"] = 1.0' "results\[1\]"
