@@ -1178,6 +1178,7 @@ static void test_verdict_document(void **state)
                                   &counts, &err), 0);
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(verdict, "schema")->valuestring, GATE_SCHEMA);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(verdict, "exit_code")->valuedouble, 1);
+    assert_int_equal(counts.exit_code, EXIT_AUDIT_FAILED); /* what gate exits with */
     const cJSON *summary = cJSON_GetObjectItemCaseSensitive(verdict, "summary");
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(summary, "fail")->valuedouble, 1);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(summary, "pass")->valuedouble, 1);

@@ -184,8 +184,7 @@ static int run_gate(int argc, char **argv)
     if (gate_verdict(&baseline, reports, report_count, &policy, &gate_options, context, &verdict,
                      &counts, &err) < 0)
         goto failed;
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(verdict, KEY_EXIT_CODE);
-    exit_code = cJSON_IsNumber(code) ? (int)code->valuedouble : EXIT_AUDIT_FAILED;
+    exit_code = counts.exit_code;
     const bool verdict_on_stdout = strcmp(options.out_path, "-") == 0;
     if (json_write_file(options.out_path, verdict, &err) < 0)
         goto failed;

@@ -105,6 +105,8 @@ void gate_policy_rules_for(const struct gate_policy *policy, const struct docume
 struct gate_counts {
     uint64_t entries, pass, fail, tolerated, missing;
     uint64_t failing_reports;         /* reports with a report-level failure */
+    int exit_code;                    /* the verdict's: EXIT_AUDIT_FAILED when it fails, else
+                                         EXIT_AUDIT_OK (gate_verdict sets it) */
 };
 
 struct gate_options {
