@@ -173,11 +173,11 @@ static void print_table(FILE *out, const cJSON *document)
 {
     const cJSON *file;
     cJSON_ArrayForEach(file, cJSON_GetObjectItemCaseSensitive(document, "files")) {
-        const cJSON *records = cJSON_GetObjectItemCaseSensitive(file, "records");
+        const cJSON *records = cJSON_GetObjectItemCaseSensitive(file, KEY_RECORDS);
         fprintf(out, "# %s: %d records, %s\n",
-                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, "path")),
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, KEY_PATH)),
                 cJSON_GetArraySize(records),
-                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, "status")));
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, KEY_STATUS)));
         if (cJSON_GetArraySize(records) > 0)
             fprintf(out, "%6s %7s %6s %7s %17s %9s %9s %9s %9s %19s\n", "record", "k", "rows",
                     "zero%", "tie med/p90/max", "underdet", "zero-bnd", "ovf>4096", "ovf>16384",
@@ -185,28 +185,28 @@ static void print_table(FILE *out, const cJSON *document)
         const cJSON *record;
         cJSON_ArrayForEach(record, records) {
             const cJSON *entry;
-            cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(record, "census")) {
-                const cJSON *ties = cJSON_GetObjectItemCaseSensitive(entry, "tie_set");
+            cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(record, KEY_CENSUS)) {
+                const cJSON *ties = cJSON_GetObjectItemCaseSensitive(entry, KEY_TIE_SET);
                 const cJSON *gap = cJSON_GetObjectItemCaseSensitive(entry, "gap");
                 char tie_text[48], gap_text[48], a[16], b[16], c[16];
                 double zero_fraction = number_at(entry, "zero_fraction");
                 snprintf(tie_text, sizeof(tie_text), "%s/%s/%s",
-                         format_count(a, sizeof(a), number_at(ties, "median")),
+                         format_count(a, sizeof(a), number_at(ties, KEY_MEDIAN)),
                          format_count(b, sizeof(b), number_at(ties, "p90")),
-                         format_count(c, sizeof(c), number_at(ties, "max")));
+                         format_count(c, sizeof(c), number_at(ties, KEY_MAX)));
                 snprintf(gap_text, sizeof(gap_text), "%s/%s",
-                         format_gap(a, sizeof(a), number_at(gap, "min")),
-                         format_gap(b, sizeof(b), number_at(gap, "median")));
+                         format_gap(a, sizeof(a), number_at(gap, KEY_MIN)),
+                         format_gap(b, sizeof(b), number_at(gap, KEY_MEDIAN)));
                 char k_text[16];
-                snprintf(k_text, sizeof(k_text), "%.0f%s", number_at(entry, "k"),
-                         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(entry, "record_k")) ? "*"
+                snprintf(k_text, sizeof(k_text), "%.0f%s", number_at(entry, KEY_K),
+                         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(entry, KEY_RECORD_K)) ? "*"
                                                                                             : "");
                 char zero_text[16];
                 if (isnan(zero_fraction))
                     snprintf(zero_text, sizeof(zero_text), "-");
                 else
                     snprintf(zero_text, sizeof(zero_text), "%.2f", 100.0 * zero_fraction);
-                double rows = number_at(entry, "rows");
+                double rows = number_at(entry, KEY_ROWS);
                 static const char *const row_counts[4] = {
                     "underdetermined_rows", "zero_boundary_rows", "radix_overflow_rows",
                     "filtered_overflow_rows",
@@ -216,17 +216,17 @@ static void print_table(FILE *out, const cJSON *document)
                     snprintf(counts[i], sizeof(counts[i]), "%.0f/%.0f",
                              number_at(entry, row_counts[i]), rows);
                 fprintf(out, "%6.0f %7s %6.0f %7s %17s %9s %9s %9s %9s %19s\n",
-                        number_at(record, "record"), k_text, rows, zero_text, tie_text, counts[0],
+                        number_at(record, KEY_RECORD), k_text, rows, zero_text, tie_text, counts[0],
                         counts[1], counts[2], counts[3], gap_text);
             }
             const cJSON *engine = cJSON_GetObjectItemCaseSensitive(record, KEY_ENGINE);
             if (cJSON_IsObject(engine))
                 print_engine(out, engine);
         }
-        const cJSON *error = cJSON_GetObjectItemCaseSensitive(file, "error");
+        const cJSON *error = cJSON_GetObjectItemCaseSensitive(file, KEY_ERROR);
         if (cJSON_IsObject(error))
             fprintf(out, "# %s\n",
-                    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, "message")));
+                    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, KEY_MESSAGE)));
     }
     fprintf(out, "# k* is the record's own k; underdet, zero-bnd, ovf: rows/rows of the record\n");
 }

@@ -174,8 +174,8 @@ static void table_row(FILE *table, const struct diff_row *row)
                                           : row->engine_order_changed ? "kept (order changed)"
                                                                       : "kept");
     if (row->engine_judged) {
-        table_engine_side(table, "A", &row->engine_a);
-        table_engine_side(table, "B", &row->engine_b);
+        table_engine_side(table, DIFF_SIDE_A, &row->engine_a);
+        table_engine_side(table, DIFF_SIDE_B, &row->engine_b);
     }
     if (row->page_table_differs)
         fprintf(table, "; page table differs");
@@ -538,8 +538,8 @@ static int compare_captures(struct diff_pairing *pairing, struct audit_error *er
     if (reproducer_a != reproducer_b) {
         fprintf(pairing->table, "# records paired by extracted_from: %s is a reproducer of %s\n",
                 reproducer_a ? "A" : "B", reproducer_a ? "B" : "A");
-        if (diff_json_set_pairing(pairing->document, "extracted_from",
-                                  reproducer_a ? "A" : "B") < 0) {
+        if (diff_json_set_pairing(pairing->document, KEY_EXTRACTED_FROM,
+                                  reproducer_a ? DIFF_SIDE_A : DIFF_SIDE_B) < 0) {
             capture_record_free(&a);
             capture_record_free(&b);
             return audit_fail(err, AUDIT_ENOMEM, "out of memory");
@@ -622,7 +622,7 @@ static int run_diff(int argc, char **argv)
         goto fatal;
     /* Captures of other calls: said where it cannot be missed, whatever the format. */
     const cJSON *mismatch;
-    cJSON_ArrayForEach(mismatch, cJSON_GetObjectItemCaseSensitive(document, "mismatches"))
+    cJSON_ArrayForEach(mismatch, cJSON_GetObjectItemCaseSensitive(document, KEY_MISMATCHES))
         fprintf(stderr, "dsatopk-audit diff: not the same calls: %s\n",
                 cJSON_GetStringValue(mismatch));
     if (totals.input_error || totals.mismatch)

@@ -203,23 +203,23 @@ static int provenance_metadata(const struct capture_record *source,
                           "object", options->input, source->index);
     }
     cJSON *provenance = cJSON_CreateObject();
-    cJSON *row_list = provenance ? cJSON_AddArrayToObject(provenance, "rows") : NULL;
+    cJSON *row_list = provenance ? cJSON_AddArrayToObject(provenance, KEY_ROWS) : NULL;
     if (!row_list)
         goto out_of_memory;
-    cJSON_AddStringToObject(provenance, "file", options->input);
-    json_add_u64(provenance, "record", source->index);
+    cJSON_AddStringToObject(provenance, KEY_FILE, options->input);
+    json_add_u64(provenance, KEY_RECORD, source->index);
     for (size_t i = 0; i < count; i++)
         cJSON_AddItemToArray(row_list, cJSON_CreateNumber(rows[i]));
-    json_add_hex(provenance, "payload_sha256", source->payload_sha256,
+    json_add_hex(provenance, KEY_PAYLOAD_SHA256, source->payload_sha256,
                  sizeof(source->payload_sha256));
     if (options->report)
-        cJSON_AddStringToObject(provenance, "report", options->report);
+        cJSON_AddStringToObject(provenance, KEY_REPORT, options->report);
     if (options->backend)
-        cJSON_AddStringToObject(provenance, "backend", options->backend);
-    cJSON *previous = cJSON_DetachItemFromObjectCaseSensitive(metadata, "extracted_from");
+        cJSON_AddStringToObject(provenance, KEY_BACKEND, options->backend);
+    cJSON *previous = cJSON_DetachItemFromObjectCaseSensitive(metadata, KEY_EXTRACTED_FROM);
     if (previous)
-        cJSON_AddItemToObject(provenance, "previous", previous);
-    cJSON_AddItemToObject(metadata, "extracted_from", provenance);
+        cJSON_AddItemToObject(provenance, KEY_PREVIOUS, previous);
+    cJSON_AddItemToObject(metadata, KEY_EXTRACTED_FROM, provenance);
     provenance = NULL;
     char *printed = cJSON_PrintUnformatted(metadata);
     if (!printed || !(*text = malloc(strlen(printed) + 1))) {

@@ -89,44 +89,24 @@ static int parse_options(int argc, char **argv, struct report_options *options)
     return EXIT_AUDIT_OK;
 }
 
-/* Reads path and checks that it is a JSON object of the expected schema. A document without a
- * schema field is accepted (hand-written or older files); one of another schema is refused, as
- * it is most likely the wrong file. */
-static int read_document(const char *path, const char *schema, int schema_version,
-                         cJSON **json_out, struct audit_error *err)
+/* Reads path and checks that it is a JSON object of the expected schema and a version this tool
+ * reads (document_schema_check). A document without a schema field is accepted (hand-written
+ * files); one of another schema is refused, as it is most likely the wrong file. */
+static int read_document(const char *path, const char *schema, int version, cJSON **json_out,
+                         struct audit_error *err)
 {
     cJSON *json = NULL;
+    bool schema_missing;
     int status = json_read_file(path, &json, err);
     if (status != AUDIT_OK)
         return status;
-    if (!cJSON_IsObject(json)) {
+    if ((status = document_schema_check(path, json, schema, version, &schema_missing, err)) < 0) {
         cJSON_Delete(json);
-        return audit_fail(err, AUDIT_EDATA, "%s: not a JSON object (expected a %s document)", path,
-                          schema);
+        return status;
     }
-    const cJSON *found = cJSON_GetObjectItemCaseSensitive(json, KEY_SCHEMA);
-    if (cJSON_IsString(found) && strcmp(found->valuestring, schema) != 0) {
-        audit_fail(err, AUDIT_EDATA, "%s: schema \"%.200s\" is not %s", path, found->valuestring,
-                   schema);
-        cJSON_Delete(json);
-        return AUDIT_EDATA;
-    }
-    if (found && !cJSON_IsString(found)) {
-        cJSON_Delete(json);
-        return audit_fail(err, AUDIT_EDATA, "%s: the schema field is not a string (expected %s)",
-                          path, schema);
-    }
-    if (!found)
+    if (schema_missing)
         fprintf(stderr, "dsatopk-audit report: warning: %s has no schema field; reading it as %s\n",
                 path, schema);
-    /* A newer version may have changed what a field means: refused, not drawn wrong. */
-    const struct json_reader reader = { path, err };
-    uint64_t version;
-    if (json_field_schema_version(&reader, json, "$", schema, FIELD_OPTIONAL, schema_version,
-                                  &version) < 0) {
-        cJSON_Delete(json);
-        return AUDIT_EDATA;
-    }
     *json_out = json;
     return AUDIT_OK;
 }
@@ -140,11 +120,10 @@ static int run_report(int argc, char **argv)
     if (parsed != EXIT_AUDIT_OK)
         return parsed < 0 ? EXIT_AUDIT_OK : parsed;
 
-    int status = read_document(options.report_path, REPORT_SCHEMA, REPORT_SCHEMA_VERSION,
-                           &report, &err);
-    if (status == AUDIT_OK && options.gate_path)
-        status = read_document(options.gate_path, GATE_SCHEMA, GATE_SCHEMA_VERSION, &verdict,
+    int status = read_document(options.report_path, REPORT_SCHEMA, REPORT_SCHEMA_VERSION, &report,
                                &err);
+    if (status == AUDIT_OK && options.gate_path)
+        status = read_document(options.gate_path, GATE_SCHEMA, GATE_SCHEMA_VERSION, &verdict, &err);
     bool unidentified = false;
     if (status == AUDIT_OK && verdict)
         status = gate_verdict_check_report(verdict, options.gate_path, report,

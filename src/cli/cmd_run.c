@@ -517,46 +517,13 @@ static void show_record(void *user, size_t pass, const char *const *lines, size_
     fflush(front->table);
 }
 
-static const cJSON *json_child(const cJSON *object, const char *key)
-{
-    return cJSON_GetObjectItemCaseSensitive(object, key);
-}
-
 /* --devices: each required disagreement, then the comparison's summary. */
 static void show_cross_device(void *user, const cJSON *block, bool device_available)
 {
     const struct run_front *front = user;
-    FILE *table = front->table;
-    const cJSON *entry;
-    if (!table)
-        return;
-    cJSON_ArrayForEach(entry, json_child(block, "entries")) {
-        const cJSON *verdict = json_child(entry, "verdict");
-        if (!cJSON_IsString(verdict) || strcmp(verdict->valuestring, "fail") != 0)
-            continue;
-        const cJSON *file = json_child(entry, "file"), *index = json_child(entry, "index");
-        const cJSON *name = json_child(entry, "name"), *level = json_child(entry, "level");
-        fprintf(table, "  cross-device %s:%.0f %s %s: the devices disagree:",
-                cJSON_IsString(file) ? file->valuestring : "?",
-                cJSON_IsNumber(index) ? index->valuedouble : 0,
-                cJSON_IsString(name) ? name->valuestring : "?",
-                cJSON_IsString(level) ? level->valuestring : "?");
-        const cJSON *device;
-        cJSON_ArrayForEach(device, json_child(entry, "devices")) {
-            const cJSON *hash = json_child(device, "output_sha256");
-            fprintf(table, " [%.0f] %.12s", cJSON_GetNumberValue(json_child(device, "index")),
-                    cJSON_IsString(hash) ? hash->valuestring : "-");
-        }
-        fprintf(table, "\n");
-    }
-    const cJSON *summary = json_child(block, "summary");
-    fprintf(table, "# cross-device (%s): %.0f record x backend(s) compared, %.0f agree, "
-                   "%.0f disagree, %.0f required disagreement(s)\n",
-            device_available ? front->options->devices_text : "no device",
-            cJSON_GetNumberValue(json_child(summary, "compared")),
-            cJSON_GetNumberValue(json_child(summary, "agree")),
-            cJSON_GetNumberValue(json_child(summary, "disagree")),
-            cJSON_GetNumberValue(json_child(summary, "required_disagreements")));
+    if (front->table)
+        report_table_cross_device(front->table, block,
+                                  device_available ? front->options->devices_text : "no device");
 }
 
 /* ---- what the audit leaves ------------------------------------------------------------------ */

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -104,6 +105,8 @@ void gate_policy_rules_for(const struct gate_policy *policy, const struct docume
 struct gate_counts {
     uint64_t entries, pass, fail, tolerated, missing;
     uint64_t failing_reports;         /* reports with a report-level failure */
+    int exit_code;                    /* the verdict's: EXIT_AUDIT_FAILED when it fails, else
+                                         EXIT_AUDIT_OK (gate_verdict sets it) */
 };
 
 struct gate_options {
@@ -158,6 +161,13 @@ int gate_verdict_check_report(const cJSON *verdict, const char *verdict_path, co
                               const char *report_path, bool *unidentified,
                               struct audit_error *err);
 
+/* ---- table (gate_table.c) ------------------------------------------------------------------- */
+
+/* The verdict as a table: the baseline and policy, per report its header, its report-level
+ * reasons and every entry that is not pass (reasons, notes, rows), then unused tolerances, the
+ * summary line and "# verdict: PATH" when verdict_path is not NULL. */
+void gate_table_print(FILE *out, const cJSON *verdict, const char *verdict_path);
+
 /* ---- baseline (gate_baseline.c) ------------------------------------------------------------ */
 
 /* The baseline subset of a report (schema dsatopk-audit/baseline v1): context, and per record
@@ -175,6 +185,14 @@ int gate_baseline_from_report(const cJSON *report, const char *report_name, cJSO
  * of the N shards were not given (the merged report is then incomplete). */
 int gate_merge_reports(const char *const *paths, const cJSON *const *roots, size_t count,
                        cJSON **merged, uint32_t *missing_shards, struct audit_error *err);
+/* What merge's summary line says of a merged report: its records, failing backend runs and input
+ * errors (0 when absent), and why it is incomplete (NULL when it is complete; points into
+ * merged). */
+struct gate_merge_totals {
+    double records, backends_fail, input_errors;
+    const char *stop_reason;
+};
+void gate_merge_totals(const cJSON *merged, struct gate_merge_totals *totals);
 
 /* ---- cross-device (gate_cross_device.c) ----------------------------------------------------- */
 
@@ -188,5 +206,7 @@ cJSON *gate_cross_device_block(const cJSON *records, const cJSON *devices);
 cJSON *gate_cross_device_unavailable(const char *reason, const cJSON *requested);
 /* Recomputes block's summary from its entries (merge). */
 void gate_cross_device_summarize(cJSON *block);
+/* Whether an entry of block fails: devices that disagreed where they had to agree. */
+bool gate_cross_device_failed(const cJSON *block);
 
 #endif

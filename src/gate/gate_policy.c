@@ -9,7 +9,7 @@
 #include "json_util.h"
 
 /* The JSON path of the policy document in messages ("policy.backends.radix.level"). */
-#define POLICY_ROOT "policy"
+#define POLICY_ROOT "policy" /* the document's name in messages, not a key */
 
 static const char *base_name(const char *path)
 {

@@ -330,8 +330,9 @@ int gate_verdict(const struct report_document *baseline, const struct report_doc
     json_add_u64(summary, gate_status_name(GATE_MISSING), counts->missing);
     const bool failed = counts->fail > 0 || counts->failing_reports > 0 ||
                         (counts->missing > 0 && !(policy && policy->allow_missing));
+    counts->exit_code = failed ? EXIT_AUDIT_FAILED : EXIT_AUDIT_OK;
     cJSON_AddStringToObject(summary, KEY_VERDICT, gate_status_name(failed ? GATE_FAIL : GATE_PASS));
-    cJSON_AddNumberToObject(verdict, KEY_EXIT_CODE, failed ? EXIT_AUDIT_FAILED : EXIT_AUDIT_OK);
+    cJSON_AddNumberToObject(verdict, KEY_EXIT_CODE, counts->exit_code);
     *verdict_out = verdict;
     return AUDIT_OK;
 no_memory:

@@ -88,16 +88,10 @@ bool audit_check_interrupted(struct audit_state *state)
 
 /* The report's context: the build and invocation (document_context.h), then the settings. The
  * device fields are filled by audit_open_device. */
-static void fill_context(const struct audit_state *state, const struct document_context *document,
-                         struct run_context *context)
+static void fill_context(const struct audit_state *state, struct run_context *context)
 {
     const struct audit_options *options = state->options;
-    context->tool_version = document->tool_version;
-    context->git_revision = document->git_revision;
-    context->version_string = document->version_string;
-    context->command_line = document->command_line;
-    snprintf(context->utc_time, sizeof(context->utc_time), "%s", document->utc_time);
-    snprintf(context->host, sizeof(context->host), "%s", document->host);
+    document_context_fill(&context->document, options->version_string, options->command_line);
     context->emulate_smem_per_sm = options->emulate_smem_per_sm;
     context->noise = noise_kind_name(options->noise);
     context->reps = options->reps;
@@ -205,7 +199,6 @@ int audit_run(const struct audit_options *options, const struct audit_callbacks 
     static const struct audit_callbacks no_callbacks = { 0 };
     struct audit_state state = { 0 };
     struct run_context context = { 0 };
-    struct document_context document;
     struct audit_inputs inputs = { 0 };
     struct worker_keeper probe_keeper = { 0 }; /* the probe process, kept (audit_probe.c) */
     cJSON *devices = NULL; /* --devices: the device of each entry, for the cross_device block */
@@ -217,8 +210,7 @@ int audit_run(const struct audit_options *options, const struct audit_callbacks 
     for (size_t i = 0; i < options->backend_count && i < AUDIT_MAX_BACKENDS; i++)
         state.backend_names[i] = options->backends[i]->name;
     worker_session_init(&state.pass.session, session_worker_job, session_worker_start, &state);
-    document_context_fill(&document, options->version_string, options->command_line);
-    fill_context(&state, &document, &context);
+    fill_context(&state, &context);
 
     status = find_devices(&state, &probe_keeper, &context, &result->exit_code, err);
     if (status < 0)

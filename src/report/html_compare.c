@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "json_util.h"
+#include "triage_keys.h"
 
 /* Calls listed in the table at most. */
 #define COMPARE_CALLS_SHOWN 2000
@@ -38,55 +39,55 @@ static void write_calls(struct html_writer *writer, const cJSON *calls)
     const cJSON *call;
     int shown = 0;
     cJSON_ArrayForEach(call, calls) {
-        if (html_member_bool(call, "comparable") != 1)
+        if (html_member_bool(call, KEY_COMPARABLE) != 1)
             continue;
         if (shown++ == COMPARE_CALLS_SHOWN)
             break;
-        const char *attribution = html_member_string(call, "attribution");
+        const char *attribution = html_member_string(call, KEY_ATTRIBUTION);
         const bool hot = attribution && strcmp(attribution, "none") != 0;
         html_putf(writer, "<tr%s><td>", hot ? " class=\"hot\"" : "");
-        html_put_text(writer, html_member_string(call, "call"), NAME_LIMIT);
+        html_put_text(writer, html_member_string(call, KEY_CALL), NAME_LIMIT);
         html_put(writer, "</td><td>");
-        put_groups(writer, html_member(call, "score_groups"));
+        put_groups(writer, html_member(call, KEY_SCORE_GROUPS));
         html_put(writer, "</td><td>");
-        put_groups(writer, html_member(call, "exact_groups"));
+        put_groups(writer, html_member(call, KEY_EXACT_GROUPS));
         html_put(writer, "</td><td>");
-        put_groups(writer, html_member(call, "engine_groups"));
+        put_groups(writer, html_member(call, KEY_ENGINE_GROUPS));
         html_put(writer, "</td><td class=\"n\">");
-        html_put_member_number(writer, call, "boundary_gap_min");
+        html_put_member_number(writer, call, KEY_BOUNDARY_GAP_MIN);
         html_put(writer, "</td><td class=\"n\">");
-        html_put_member_number(writer, call, "largest_abs_diff");
+        html_put_member_number(writer, call, KEY_LARGEST_ABS_DIFF);
         html_put(writer, "</td><td class=\"n\">");
-        html_put_member_number(writer, call, "largest_crossing_perturbation");
+        html_put_member_number(writer, call, KEY_LARGEST_CROSSING_PERTURBATION);
         html_put(writer, "</td><td class=\"n\">");
-        html_put_member_number(writer, call, "rows_perturbation_exceeds_gap");
+        html_put_member_number(writer, call, KEY_ROWS_PERTURBATION_EXCEEDS_GAP);
         html_put(writer, "</td><td><b>");
         html_put_text(writer, attribution, NAME_LIMIT);
         html_put(writer, "</b>");
         const cJSON *wrong;
-        cJSON_ArrayForEach(wrong, html_member_array(call, "engine_wrong")) {
+        cJSON_ArrayForEach(wrong, html_member_array(call, KEY_ENGINE_WRONG)) {
             html_put(writer, "<br>run ");
-            html_put_member_number(writer, wrong, "run");
+            html_put_member_number(writer, wrong, KEY_RUN);
             html_put(writer, ": engine wrong on ");
-            html_put_member_number(writer, wrong, "wrong_rows");
+            html_put_member_number(writer, wrong, KEY_WRONG_ROWS);
             html_put(writer, " row(s), row ");
-            html_put_member_number(writer, wrong, "first_row");
+            html_put_member_number(writer, wrong, KEY_FIRST_ROW);
             html_put(writer, " misses ");
-            html_put_value(writer, html_member(wrong, "missing"), NAME_LIMIT);
+            html_put_value(writer, html_member(wrong, KEY_MISSING), NAME_LIMIT);
         }
         html_put(writer, "</td></tr>");
     }
     html_put(writer, "</tbody></table>");
     bool any = false;
     cJSON_ArrayForEach(call, calls) {
-        if (html_member_bool(call, "comparable") != 0)
+        if (html_member_bool(call, KEY_COMPARABLE) != 0)
             continue;
         html_put(writer, any ? "" : "<h3>Not comparable</h3><ul class=\"reasons\">");
         any = true;
         html_put(writer, "<li><b>");
-        html_put_text(writer, html_member_string(call, "call"), NAME_LIMIT);
+        html_put_text(writer, html_member_string(call, KEY_CALL), NAME_LIMIT);
         html_put(writer, "</b>: ");
-        html_put_text(writer, html_member_string(call, "reason"), TEXT_LIMIT);
+        html_put_text(writer, html_member_string(call, KEY_REASON), TEXT_LIMIT);
         html_put(writer, "</li>");
     }
     if (any)
@@ -99,36 +100,36 @@ int html_compare_write(const char *path, const cJSON *document, struct audit_err
     if (!writer)
         return audit_fail(err, AUDIT_ENOMEM, "%s: out of memory rendering the HTML page", path);
     text_buffer_init(&writer->out);
-    const cJSON *summary = html_member(document, "summary");
-    const cJSON *alignment = html_member(document, "alignment");
+    const cJSON *summary = html_member(document, KEY_SUMMARY);
+    const cJSON *alignment = html_member(document, KEY_ALIGNMENT);
     html_write_head(writer, document);
     html_put(writer, "<header class=\"top\"><h1>dsatopk-audit compare</h1><span class=\"sub\">");
-    html_put_member_number(writer, summary, "runs");
+    html_put_member_number(writer, summary, KEY_RUNS);
     html_put(writer, " runs &middot; ");
     html_put_text(writer, html_member_string(html_member(document, KEY_CONTEXT), KEY_UTC_TIME),
                   NAME_LIMIT);
     html_put(writer, "</span></header>\n<section id=\"compare\"><h2>Runs aligned call by call"
                      "</h2><p><b>");
-    html_put_text(writer, html_member_string(summary, "text"), TEXT_LIMIT);
+    html_put_text(writer, html_member_string(summary, KEY_TEXT), TEXT_LIMIT);
     html_put(writer, "</b>.</p><p class=\"note\">Calls aligned by ");
-    html_put_text(writer, html_member_string(alignment, "by"), NAME_LIMIT);
-    if (html_member_string(alignment, "reason")) {
+    html_put_text(writer, html_member_string(alignment, KEY_BY), NAME_LIMIT);
+    if (html_member_string(alignment, KEY_REASON)) {
         html_put(writer, " (");
-        html_put_text(writer, html_member_string(alignment, "reason"), TEXT_LIMIT);
+        html_put_text(writer, html_member_string(alignment, KEY_REASON), TEXT_LIMIT);
         html_put(writer, ")");
     }
     html_put(writer, ". Groups: one letter per run, runs with the same letter have bit-identical "
                      "scores, the same exact selection or the same engine selection (a = the "
                      "first run's; . absent). Runs:");
     const cJSON *run;
-    cJSON_ArrayForEach(run, html_member_array(document, "runs")) {
+    cJSON_ArrayForEach(run, html_member_array(document, KEY_RUNS)) {
         html_put(writer, " ");
-        html_put_member_number(writer, run, "run");
+        html_put_member_number(writer, run, KEY_RUN);
         html_put(writer, "&nbsp;");
-        html_put_text(writer, html_file_basename(html_member_string(run, "path")), NAME_LIMIT);
+        html_put_text(writer, html_file_basename(html_member_string(run, KEY_PATH)), NAME_LIMIT);
     }
     html_put(writer, ".</p>");
-    write_calls(writer, html_member_array(document, "calls"));
+    write_calls(writer, html_member_array(document, KEY_CALLS));
     html_put(writer, "</section>\n<footer>Generated by dsatopk-audit from a ");
     html_put_text(writer, html_member_string(document, KEY_SCHEMA), NAME_LIMIT);
     html_put(writer, " document. Self-contained: no script, no external resource. Field "

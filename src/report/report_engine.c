@@ -285,8 +285,9 @@ static void table_wrong_row(FILE *out, const struct engine_row_detail *detail,
     if (detail->entries < detail->needed)
         fprintf(out, "; %llu of %llu entries", (unsigned long long)detail->entries,
                 (unsigned long long)detail->needed);
-    table_notes(out, "missing", detail->missing, detail->missing_count, "above");
-    table_notes(out, "extra", detail->extra, detail->extra_count, "below");
+    table_notes(out, "missing", /* a label, not a key */
+                detail->missing, detail->missing_count, "above");
+    table_notes(out, "extra", detail->extra, detail->extra_count, "below"); /* a label, not a key */
     table_indices(out, "duplicate", detail->duplicates, detail->duplicate_count);
     table_indices(out, "out of range", detail->out_of_range, detail->out_of_range_count);
     if (detail->order_slot >= 0)

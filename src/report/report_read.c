@@ -38,7 +38,9 @@ int json_field_item(const struct json_reader *reader, const cJSON *object, const
     const cJSON *item = json_member(object, key);
     *out = NULL;
     if (!item)
-        return need == FIELD_REQUIRED ? json_field_error(reader, path, key, "missing") : AUDIT_OK;
+        return need == FIELD_REQUIRED
+                   ? json_field_error(reader, path, key, "missing") /* a message, not a key */
+                   : AUDIT_OK;
     if (cJSON_IsNull(item)) {
         if (need == FIELD_NULLABLE)
             return AUDIT_OK;
@@ -178,9 +180,36 @@ int json_field_schema_version(const struct json_reader *reader, const cJSON *roo
     else
         snprintf(readable, sizeof(readable), "versions %d to %d", SCHEMA_VERSION_OLDEST_READ,
                  current);
+    if (*version > (uint64_t)current)
+        return json_field_error(reader, path, KEY_SCHEMA_VERSION,
+                                "%s%sversion %llu is newer than this tool reads (%s): read it "
+                                "with the dsatopk-audit that wrote it, or a newer one",
+                                schema ? schema : "", schema ? " " : "",
+                                (unsigned long long)*version, readable);
     return json_field_error(reader, path, KEY_SCHEMA_VERSION,
                             "%s%sversion %llu: this tool reads %s", schema ? schema : "",
                             schema ? " " : "", (unsigned long long)*version, readable);
+}
+
+int document_schema_check(const char *path, const cJSON *root, const char *schema,
+                          int current_version, bool *schema_missing, struct audit_error *err)
+{
+    struct json_reader reader = { path, err };
+    uint64_t version;
+    *schema_missing = false;
+    if (!cJSON_IsObject(root))
+        return audit_fail(err, AUDIT_EDATA, "%s: not a JSON object (expected a %s document)", path,
+                          schema);
+    const cJSON *found = json_member(root, KEY_SCHEMA);
+    if (found && !cJSON_IsString(found))
+        return audit_fail(err, AUDIT_EDATA, "%s: the %s field is not a string (expected %s)", path,
+                          KEY_SCHEMA, schema);
+    if (found && strcmp(found->valuestring, schema) != 0)
+        return audit_fail(err, AUDIT_EDATA, "%s: %s \"%.200s\" is not %s", path, KEY_SCHEMA,
+                          found->valuestring, schema);
+    *schema_missing = !found;
+    return json_field_schema_version(&reader, root, "$", schema, FIELD_OPTIONAL, current_version,
+                                     &version);
 }
 
 bool report_row_number(const cJSON *item, uint32_t *row)
@@ -564,7 +593,8 @@ static int parse_backend(const struct json_reader *reader, const cJSON *json, co
         if (status < 0)
             return status;
         if (entry->device.device_index < 0)
-            return json_field_error(reader, item_path, KEY_DEVICE, "missing");
+            return json_field_error(reader, item_path, KEY_DEVICE,
+                                    "missing"); /* a message, not a key */
     }
     return AUDIT_OK;
 }
@@ -961,20 +991,11 @@ static int named_rows_matching(struct report_row_query *query, const cJSON *reco
 
 int report_rows_named(const cJSON *report, struct report_row_query *query, struct audit_error *err)
 {
-    const cJSON *schema = json_member(report, KEY_SCHEMA);
     bool matched_any_record = false;
-    int status = AUDIT_OK;
     query->rows_named = 0;
-    query->schema_missing = false;
-    if (!cJSON_IsObject(report) ||
-        (schema && (!cJSON_IsString(schema) || strcmp(schema->valuestring, REPORT_SCHEMA))))
-        return audit_fail(err, AUDIT_EDATA, "%s: not a run report (schema is not \"%s\")",
-                          query->report_path, REPORT_SCHEMA);
-    query->schema_missing = !schema;
-    struct json_reader reader = { query->report_path, err };
-    uint64_t version;
-    if ((status = json_field_schema_version(&reader, report, "$", REPORT_SCHEMA, FIELD_OPTIONAL,
-                                            REPORT_SCHEMA_VERSION, &version)) < 0)
+    int status = document_schema_check(query->report_path, report, REPORT_SCHEMA,
+                                       REPORT_SCHEMA_VERSION, &query->schema_missing, err);
+    if (status < 0)
         return status;
     const cJSON *records = json_member(report, KEY_RECORDS);
     if (!cJSON_IsArray(records))

@@ -65,6 +65,12 @@ int json_field_object(const struct json_reader *reader, const cJSON *object, con
 int json_field_schema_version(const struct json_reader *reader, const cJSON *root, const char *path,
                               const char *schema, enum field_need need, int current,
                               uint64_t *version);
+/* For a command that reads a document whole (report's HTML page, extract --from-report):
+ * AUDIT_EDATA naming path unless root is an object whose "schema" is schema (an absent one is
+ * accepted and sets *schema_missing: a hand-written file) and whose schema_version is one this
+ * tool reads, SCHEMA_VERSION_OLDEST_READ to current_version (an absent one reads as current). */
+int document_schema_check(const char *path, const cJSON *root, const char *schema,
+                          int current_version, bool *schema_missing, struct audit_error *err);
 /* out = path.key, or path.key[index] for index >= 0; a path too long for out ends in "...". */
 void json_path_join(char *out, size_t size, const char *path, const char *key, long index);
 /* A number that is an integer from 0 to max (and exact in a double). */

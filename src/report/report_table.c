@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "report_read.h"
 
 void report_table_header(FILE *out)
 {
@@ -145,4 +146,36 @@ void report_time_line(FILE *out, const char *label, const struct time_breakdown 
                     total > 0 ? 100.0 * value / total : 0.0);
     }
     fprintf(out, " other %.1f (%.1f%%)\n", other, total > 0 ? 100.0 * other / total : 0.0);
+}
+
+void report_table_cross_device(FILE *out, const cJSON *block, const char *devices_label)
+{
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, json_member(block, KEY_ENTRIES)) {
+        enum verdict verdict;
+        if (verdict_parse(cJSON_GetStringValue(json_member(entry, KEY_VERDICT)), &verdict) < 0 ||
+            verdict != VERDICT_FAIL)
+            continue;
+        const cJSON *file = json_member(entry, KEY_FILE), *index = json_member(entry, KEY_INDEX);
+        const cJSON *name = json_member(entry, KEY_NAME), *level = json_member(entry, KEY_LEVEL);
+        fprintf(out, "  cross-device %s:%.0f %s %s: the devices disagree:",
+                cJSON_IsString(file) ? file->valuestring : "?",
+                cJSON_IsNumber(index) ? index->valuedouble : 0,
+                cJSON_IsString(name) ? name->valuestring : "?",
+                cJSON_IsString(level) ? level->valuestring : "?");
+        const cJSON *device;
+        cJSON_ArrayForEach(device, json_member(entry, KEY_DEVICES)) {
+            const cJSON *hash = json_member(device, KEY_OUTPUT_SHA256);
+            fprintf(out, " [%.0f] %.12s", cJSON_GetNumberValue(json_member(device, KEY_INDEX)),
+                    cJSON_IsString(hash) ? hash->valuestring : "-");
+        }
+        fprintf(out, "\n");
+    }
+    const cJSON *summary = json_member(block, KEY_SUMMARY);
+    fprintf(out, "# cross-device (%s): %.0f record x backend(s) compared, %.0f agree, "
+                 "%.0f disagree, %.0f required disagreement(s)\n",
+            devices_label, cJSON_GetNumberValue(json_member(summary, KEY_COMPARED)),
+            cJSON_GetNumberValue(json_member(summary, KEY_AGREE)),
+            cJSON_GetNumberValue(json_member(summary, KEY_DISAGREE)),
+            cJSON_GetNumberValue(json_member(summary, KEY_REQUIRED_DISAGREEMENTS)));
 }

@@ -25,13 +25,13 @@ static cJSON *runs_json(const struct compare_result *result)
         if (!item)
             break;
         cJSON_AddItemToArray(json, item);
-        json_add_u64(item, "run", r);
-        cJSON_AddStringToObject(item, "path", run->path);
-        json_add_u64(item, "records", run->count);
+        json_add_u64(item, KEY_RUN, r);
+        cJSON_AddStringToObject(item, KEY_PATH, run->path);
+        json_add_u64(item, KEY_RECORDS, run->count);
         if (run->read_error)
-            cJSON_AddStringToObject(item, "error", run->error);
+            cJSON_AddStringToObject(item, KEY_ERROR, run->error);
         else
-            cJSON_AddNullToObject(item, "error");
+            cJSON_AddNullToObject(item, KEY_ERROR);
     }
     return json;
 }
@@ -49,25 +49,25 @@ static cJSON *engine_wrong_json(const struct compare_result *result,
         if (!item)
             break;
         cJSON_AddItemToArray(json, item);
-        json_add_u64(item, "run", r);
-        json_add_u64(item, "record", entry->index);
+        json_add_u64(item, KEY_RUN, r);
+        json_add_u64(item, KEY_RECORD, entry->index);
         if (!entry->engine_judged) {
-            cJSON_AddStringToObject(item, "error", entry->engine_error);
+            cJSON_AddStringToObject(item, KEY_ERROR, entry->engine_error);
             continue;
         }
-        json_add_u64(item, "wrong_rows", entry->engine_wrong_rows);
+        json_add_u64(item, KEY_WRONG_ROWS, entry->engine_wrong_rows);
         const struct engine_row_detail *detail = &entry->engine_first_wrong;
-        json_add_u64(item, "first_row", detail->row);
-        cJSON *kinds = cJSON_AddArrayToObject(item, "kinds");
+        json_add_u64(item, KEY_FIRST_ROW, detail->row);
+        cJSON *kinds = cJSON_AddArrayToObject(item, KEY_KINDS);
         for (unsigned kind = 0; kinds && kind < CHECK_KIND_COUNT; kind++)
             if (detail->kinds & (1u << kind))
                 cJSON_AddItemToArray(kinds,
                                      cJSON_CreateString(check_kind_name((enum check_kind)kind)));
-        cJSON *missing = cJSON_AddArrayToObject(item, "missing");
+        cJSON *missing = cJSON_AddArrayToObject(item, KEY_MISSING);
         for (uint64_t i = 0; missing && i < detail->missing_count && i < ENGINE_LISTED_INDICES;
              i++)
             cJSON_AddItemToArray(missing, cJSON_CreateNumber((double)detail->missing[i].index));
-        json_add_u64(item, "missing_total", detail->missing_count);
+        json_add_u64(item, KEY_MISSING_TOTAL, detail->missing_count);
     }
     return json;
 }
@@ -77,32 +77,34 @@ static cJSON *call_json(const struct compare_result *result, const struct compar
     cJSON *json = cJSON_CreateObject();
     if (!json)
         return NULL;
-    cJSON_AddStringToObject(json, "call", call->label);
-    cJSON *records = cJSON_AddArrayToObject(json, "records");
+    cJSON_AddStringToObject(json, KEY_CALL, call->label);
+    cJSON *records = cJSON_AddArrayToObject(json, KEY_RECORDS);
     for (size_t r = 0; records && r < result->run_count; r++)
         cJSON_AddItemToArray(records, call->entry[r] < 0
                                           ? cJSON_CreateNull()
                                           : cJSON_CreateNumber(
                                                 result->runs[r].entries[call->entry[r]].index));
-    cJSON_AddBoolToObject(json, "comparable", call->comparable);
+    cJSON_AddBoolToObject(json, KEY_COMPARABLE, call->comparable);
     if (!call->comparable) {
-        cJSON_AddStringToObject(json, "reason", call->reason);
+        cJSON_AddStringToObject(json, KEY_REASON, call->reason);
         return json;
     }
-    cJSON_AddNullToObject(json, "reason");
-    cJSON_AddItemToObject(json, "score_groups", groups_json(call->score_group, result->run_count));
-    cJSON_AddItemToObject(json, "exact_groups", groups_json(call->exact_group, result->run_count));
-    cJSON_AddItemToObject(json, "engine_groups",
+    cJSON_AddNullToObject(json, KEY_REASON);
+    cJSON_AddItemToObject(json, KEY_SCORE_GROUPS,
+                          groups_json(call->score_group, result->run_count));
+    cJSON_AddItemToObject(json, KEY_EXACT_GROUPS,
+                          groups_json(call->exact_group, result->run_count));
+    cJSON_AddItemToObject(json, KEY_ENGINE_GROUPS,
                           groups_json(call->engine_group, result->run_count));
-    cJSON_AddBoolToObject(json, "identical_scores_different_selection",
+    cJSON_AddBoolToObject(json, KEY_IDENTICAL_SCORES_DIFFERENT_SELECTION,
                           call->same_scores_other_selection);
-    cJSON_AddItemToObject(json, "engine_wrong", engine_wrong_json(result, call));
-    json_add_number(json, "boundary_gap_min", call->boundary_gap_min);
-    json_add_number(json, "largest_abs_diff", call->largest_abs_diff);
-    json_add_number(json, "largest_crossing_perturbation", call->largest_crossing);
-    cJSON_AddBoolToObject(json, "nonfinite_changed", call->nonfinite_changed);
-    json_add_u64(json, "rows_perturbation_exceeds_gap", call->rows_exceeding_gap);
-    cJSON_AddStringToObject(json, "attribution", compare_attribution_name(call->attribution));
+    cJSON_AddItemToObject(json, KEY_ENGINE_WRONG, engine_wrong_json(result, call));
+    json_add_number(json, KEY_BOUNDARY_GAP_MIN, call->boundary_gap_min);
+    json_add_number(json, KEY_LARGEST_ABS_DIFF, call->largest_abs_diff);
+    json_add_number(json, KEY_LARGEST_CROSSING_PERTURBATION, call->largest_crossing);
+    cJSON_AddBoolToObject(json, KEY_NONFINITE_CHANGED, call->nonfinite_changed);
+    json_add_u64(json, KEY_ROWS_PERTURBATION_EXCEEDS_GAP, call->rows_exceeding_gap);
+    cJSON_AddStringToObject(json, KEY_ATTRIBUTION, compare_attribution_name(call->attribution));
     return json;
 }
 
@@ -120,44 +122,44 @@ cJSON *compare_json(const struct document_context *context, const struct compare
     cJSON *document = document_begin(COMPARE_SCHEMA, COMPARE_SCHEMA_VERSION, context, NULL);
     if (!document)
         return NULL;
-    cJSON_AddItemToObject(document, "runs", runs_json(result));
-    cJSON *alignment = cJSON_AddObjectToObject(document, "alignment");
+    cJSON_AddItemToObject(document, KEY_RUNS, runs_json(result));
+    cJSON *alignment = cJSON_AddObjectToObject(document, KEY_ALIGNMENT);
     if (alignment) {
-        cJSON_AddStringToObject(alignment, "by", result->by_call ? "call" : "position");
-        cJSON *keys = cJSON_AddArrayToObject(alignment, "keys");
+        cJSON_AddStringToObject(alignment, KEY_BY, result->by_call ? KEY_CALL : TRIAGE_BY_POSITION);
+        cJSON *keys = cJSON_AddArrayToObject(alignment, KEY_KEYS);
         static const char *const names[] = COMPARE_IDENTITY_KEYS;
         for (size_t i = 0; keys && result->by_call && i < COMPARE_IDENTITY_KEY_COUNT; i++)
             cJSON_AddItemToArray(keys, cJSON_CreateString(names[i]));
         if (result->by_call)
-            cJSON_AddNullToObject(alignment, "reason");
+            cJSON_AddNullToObject(alignment, KEY_REASON);
         else
-            cJSON_AddStringToObject(alignment, "reason", result->alignment_reason);
+            cJSON_AddStringToObject(alignment, KEY_REASON, result->alignment_reason);
     }
-    cJSON *calls = cJSON_AddArrayToObject(document, "calls");
+    cJSON *calls = cJSON_AddArrayToObject(document, KEY_CALLS);
     for (size_t c = 0; calls && c < result->call_count; c++)
         cJSON_AddItemToArray(calls, call_json(result, &result->calls[c]));
-    cJSON *summary = cJSON_AddObjectToObject(document, "summary");
+    cJSON *summary = cJSON_AddObjectToObject(document, KEY_SUMMARY);
     if (!summary) {
         cJSON_Delete(document);
         return NULL;
     }
-    json_add_u64(summary, "runs", result->run_count);
-    json_add_u64(summary, "calls", result->call_count);
-    json_add_u64(summary, "comparable_calls", result->comparable);
-    json_add_u64(summary, "not_comparable_calls", result->call_count - result->comparable);
-    json_add_u64(summary, "calls_scores_differ", result->scores_differ);
-    json_add_u64(summary, "calls_identical_scores_different_selection",
+    json_add_u64(summary, KEY_RUNS, result->run_count);
+    json_add_u64(summary, KEY_CALLS, result->call_count);
+    json_add_u64(summary, KEY_COMPARABLE_CALLS, result->comparable);
+    json_add_u64(summary, KEY_NOT_COMPARABLE_CALLS, result->call_count - result->comparable);
+    json_add_u64(summary, KEY_CALLS_SCORES_DIFFER, result->scores_differ);
+    json_add_u64(summary, KEY_CALLS_IDENTICAL_SCORES_DIFFERENT_SELECTION,
                  result->same_scores_other_selection);
-    cJSON *attribution = cJSON_AddObjectToObject(summary, "attribution");
+    cJSON *attribution = cJSON_AddObjectToObject(summary, KEY_ATTRIBUTION);
     for (unsigned a = 0; attribution && a < COMPARE_ATTRIBUTION_COUNT; a++)
         json_add_u64(attribution, compare_attribution_name((enum compare_attribution)a),
                      result->attribution[a]);
-    json_add_number(summary, "boundary_gap_min", result->gap_min);
-    json_add_number(summary, "boundary_gap_median", result->gap_median);
-    cJSON_AddBoolToObject(summary, "read_error", result->read_error);
+    json_add_number(summary, KEY_BOUNDARY_GAP_MIN, result->gap_min);
+    json_add_number(summary, KEY_BOUNDARY_GAP_MEDIAN, result->gap_median);
+    cJSON_AddBoolToObject(summary, KEY_READ_ERROR, result->read_error);
     char text[512];
     compare_summary_text(result, text, sizeof(text));
-    cJSON_AddStringToObject(summary, "text", text);
+    cJSON_AddStringToObject(summary, KEY_TEXT, text);
     return document;
 }
 

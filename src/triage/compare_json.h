@@ -10,9 +10,7 @@
 
 #include "compare_runs.h"
 #include "document_context.h"
-
-#define COMPARE_SCHEMA "dsatopk-audit/compare"
-#define COMPARE_SCHEMA_VERSION 1
+#include "triage_keys.h"
 
 /* The document; NULL when out of memory. */
 cJSON *compare_json(const struct document_context *context, const struct compare_result *result);

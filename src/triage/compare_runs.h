@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "capture.h"
+#include "document_keys.h"
 #include "engine_check.h"
 #include "error.h"
 #include "hash.h"
@@ -32,7 +33,7 @@
 #define COMPARE_REASON_BYTES AUDIT_ERROR_MESSAGE_BYTES
 
 /* The metadata keys that identify a call, in the order a label names them. */
-#define COMPARE_IDENTITY_KEYS { "rank", "layer", "step", "call", "request_id", "request" }
+#define COMPARE_IDENTITY_KEYS { KEY_RANK, KEY_LAYER, KEY_STEP, KEY_CALL, KEY_REQUEST_ID, KEY_REQUEST }
 #define COMPARE_IDENTITY_KEY_COUNT 6
 
 /* One record of one run, as the first pass leaves it. */

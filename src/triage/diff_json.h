@@ -10,14 +10,7 @@
 
 #include "diff_record.h"
 #include "document_context.h"
-
-#define DIFF_SCHEMA "dsatopk-audit/diff"
-/* 2: "schema_version" (was "version"); tool_version and command_line moved from the top level
- * into the shared context block.
- * 3: the cases scores_same_engine_differs, scores_differ_engine_changed_alone and
- * scores_differ_engine_kept and the attribution inconclusive gave way to tie_flap,
- * engine_reordered and engine_wrong, each side's engine selection judged (engine_a, engine_b). */
-#define DIFF_SCHEMA_VERSION 3
+#include "triage_keys.h"
 
 /* A new document: schema, schema_version, context, inputs, k_override (0: null) and empty
  * mismatch and input error lists. NULL when out of memory. */
@@ -28,8 +21,8 @@ int diff_json_add_mismatch(cJSON *document, const char *message);
 int diff_json_add_input_error(cJSON *document, const char *message);
 /* A remark on the pairing that is not a mismatch (a reproducer compared with another run). */
 int diff_json_add_note(cJSON *document, const char *message);
-/* How records were paired: "position", or "extracted_from" with the reproducer's side ("A" or
- * "B"). 0 or AUDIT_ENOMEM. */
+/* How records were paired: TRIAGE_BY_POSITION, or KEY_EXTRACTED_FROM with the reproducer's side
+ * (DIFF_SIDE_A or DIFF_SIDE_B). 0 or AUDIT_ENOMEM. */
 int diff_json_set_pairing(cJSON *document, const char *by, const char *reproducer);
 /* The object of one compared record, appended to records (an array the caller attaches with
  * diff_json_finish). 0 or AUDIT_ENOMEM. */

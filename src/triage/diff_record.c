@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "triage_keys.h"
+
 /* The record-level mismatches, in the order the table and the document list them. */
 static void describe_mismatches(const struct capture_record *a, const struct capture_record *b,
                                 struct diff_record_result *result)
@@ -94,11 +96,11 @@ static int pair_judge_prepare(const struct capture_record *a, const struct captu
     memset(pair, 0, sizeof(*pair));
     if (!a->engine_indices || !b->engine_indices || a->k != b->k)
         return AUDIT_OK;
-    int status = side_prepare(a, "A", &pair->checks_a, &pair->ready_a, &pair->judge.contract_a,
-                              &pair->judge.scratch_a, &pair->pages_a, err);
+    int status = side_prepare(a, DIFF_SIDE_A, &pair->checks_a, &pair->ready_a,
+                              &pair->judge.contract_a, &pair->judge.scratch_a, &pair->pages_a, err);
     if (status == AUDIT_OK)
-        status = side_prepare(b, "B", &pair->checks_b, &pair->ready_b, &pair->judge.contract_b,
-                              &pair->judge.scratch_b, &pair->pages_b, err);
+        status = side_prepare(b, DIFF_SIDE_B, &pair->checks_b, &pair->ready_b,
+                              &pair->judge.contract_b, &pair->judge.scratch_b, &pair->pages_b, err);
     if (status < 0)
         return status;
     pair->judge.a = &pair->checks_a;
@@ -208,13 +210,13 @@ int diff_provenance_read(const struct capture_record *record, struct diff_proven
     int status = AUDIT_OK;
     memset(provenance, 0, sizeof(*provenance));
     cJSON *metadata = record->metadata_json ? cJSON_Parse(record->metadata_json) : NULL;
-    const cJSON *from = cJSON_GetObjectItemCaseSensitive(metadata, "extracted_from");
+    const cJSON *from = cJSON_GetObjectItemCaseSensitive(metadata, KEY_EXTRACTED_FROM);
     if (!from)
         goto done;
-    const cJSON *source = cJSON_GetObjectItemCaseSensitive(from, "record");
-    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(from, "rows");
+    const cJSON *source = cJSON_GetObjectItemCaseSensitive(from, KEY_RECORD);
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(from, KEY_ROWS);
     const char *payload =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(from, "payload_sha256"));
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(from, KEY_PAYLOAD_SHA256));
     if (!cJSON_IsNumber(source) || source->valuedouble < 0 || source->valuedouble > UINT32_MAX ||
         !cJSON_IsArray(rows) || cJSON_GetArraySize(rows) != (int)record->rows) {
         status = audit_fail(err, AUDIT_EDATA, "record %u: extracted_from is malformed (a record "

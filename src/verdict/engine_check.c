@@ -14,6 +14,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "document_keys.h"
+
 /* ---- the contract ---------------------------------------------------------------------------- */
 
 static const char *const order_names[] = {
@@ -78,12 +80,12 @@ static int contract_from_object(const cJSON *object, const char *where,
                           "({\"order\": ..., \"tie_break\": ...})", where);
     const cJSON *item;
     cJSON_ArrayForEach(item, object)
-        if (strcmp(item->string, "order") != 0 && strcmp(item->string, "tie_break") != 0)
+        if (strcmp(item->string, KEY_ORDER) != 0 && strcmp(item->string, KEY_TIE_BREAK) != 0)
             return audit_fail(err, AUDIT_EUSAGE, "%s: unknown contract key \"%.80s\" (the "
                               "contract has order and tie_break)", where, item->string);
-    const char *order = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(object, "order"));
+    const char *order = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(object, KEY_ORDER));
     const char *tie_break =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(object, "tie_break"));
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(object, KEY_TIE_BREAK));
     int order_value = name_index(order_names, NAME_COUNT(order_names), order);
     int tie_value = name_index(tie_break_names, NAME_COUNT(tie_break_names), tie_break);
     if (order_value < 0)
@@ -125,7 +127,7 @@ int engine_contract_for_record(const struct capture_record *record,
         return AUDIT_OK;
     }
     cJSON *metadata = record->metadata_json ? cJSON_Parse(record->metadata_json) : NULL;
-    const cJSON *given = cJSON_GetObjectItemCaseSensitive(metadata, "contract");
+    const cJSON *given = cJSON_GetObjectItemCaseSensitive(metadata, KEY_CONTRACT);
     int status = AUDIT_OK;
     if (given) {
         char where[64];

@@ -25,8 +25,10 @@ expect_grep '^  +limits: ' "$TMP/table.txt" "the table shows the backends' limit
 # JSON: schema, the backend table, and the device section that fits this machine.
 expect_exit 0 "devices --format json" -- "$AUDIT" devices --format json
 cp "$TMP/out" "$TMP/plain.json"
-json_check "$TMP/plain.json" 'j["schema"] == "dsatopk-audit/devices" and j["schema_version"] == 2' \
+json_check "$TMP/plain.json" 'j["schema"] == "dsatopk-audit/devices" and j["schema_version"] == 3' \
     "JSON names its schema and version"
+json_check "$TMP/plain.json" 'all(v is None or isinstance(v, str) for v in (j["cuda"]["driver_version"], j["cuda"]["runtime_version"])) and isinstance(j["cuda"]["runtime_version_number"], int)' \
+    "the CUDA versions as the report writes them: text, and CUDA's number"
 json_check "$TMP/plain.json" '"devices" in j["context"]["command_line"] and j["context"]["utc_time"].endswith("Z")' \
     "JSON opens with the context block"
 json_check "$TMP/plain.json" \
@@ -70,11 +72,11 @@ else
     fail "the global and the command option give different documents"
 fi
 json_check "$TMP/gb10.json" \
-    'len(j["devices"]) > 0 and all(d["smem_emulated"] and d["smem_per_sm"] == 102400 and d["smem_per_block_optin"] <= 102400 for d in j["devices"])' \
+    'len(j["devices"]) > 0 and all(d["smem_emulated"] and d["smem_per_sm_bytes"] == 102400 and d["smem_per_block_optin_bytes"] <= 102400 for d in j["devices"])' \
     "every listed device reports the emulated 102400 B per SM"
 if [ "$HAVE_GPU" -eq 0 ]; then
     json_check "$TMP/gb10.json" \
-        'len(j["devices"]) == 1 and j["devices"][0]["described"] and j["devices"][0]["ordinal"] is None and j["devices"][0]["reported_smem_per_sm"] == 233472' \
+        'len(j["devices"]) == 1 and j["devices"][0]["described"] and j["devices"][0]["ordinal"] is None and j["devices"][0]["reported_smem_per_sm_bytes"] == 233472' \
         "without a GPU the decisions are for one described H200-like device"
 fi
 cat >"$TMP/decisions.py" <<'EOF'

@@ -185,7 +185,7 @@ expect_grep "was made from another report" "$TMP/err" "the foreign verdict is na
 # ---- a newer schema_version is refused by every reader ----
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); j["schema_version"] = 99; json.dump(j, open(sys.argv[2], "w"))' "$R" "$D/v99.json"
 expect_exit 3 "report refuses a newer report" -- "$AUDIT" report -o "$D/v99.html" "$D/v99.json"
-expect_grep "version 99: this tool reads" "$TMP/err" "report says which version it reads"
+expect_grep "version 99 is newer than this tool reads \\(version 1\\)" "$TMP/err" "report says which version it reads"
 expect_exit 3 "extract refuses a newer report" -- "$AUDIT" extract "$D/engine.bin" --from-report "$D/v99.json" -o "$D/x.bin"
 expect_exit 3 "gate refuses a newer report" -- "$AUDIT" gate --baseline "$R" --out "$V" "$D/v99.json"
 

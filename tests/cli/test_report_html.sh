@@ -393,6 +393,17 @@ expect_grep 'gate\.json: schema "dsatopk-audit/gate" is not dsatopk-audit/report
     "the message names the file and both schemas"
 expect_exit 3 "a report given as the gate verdict" -- \
     "$AUDIT" report --gate "$R" -o "$TMP/x.html" "$R"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); j["schema_version"]=2; json.dump(j, open(sys.argv[2],"w"))' \
+    "$R" "$TMP/report_v2.json"
+expect_exit 3 "a report of a newer schema version" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/report_v2.json"
+expect_grep 'report_v2\.json: \$\.schema_version: dsatopk-audit/report version 2 is newer than this tool reads' \
+    "$TMP/err" "the message names the file, the version and why"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); j["schema_version"]=2; json.dump(j, open(sys.argv[2],"w"))' \
+    "$TMP/gate.json" "$TMP/gate_v2.json"
+expect_exit 3 "a gate verdict of a newer schema version" -- \
+    "$AUDIT" report --gate "$TMP/gate_v2.json" -o "$TMP/x.html" "$R"
+expect_grep 'gate_v2\.json: \$\.schema_version: dsatopk-audit/gate version 2 is newer' "$TMP/err" \
+    "the message names the verdict and its version"
 echo '[1, 2]' >"$TMP/array.json"
 expect_exit 3 "a JSON array as the report" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/array.json"
 if [ -e "$TMP/x.html" ]; then fail "a failed render left $TMP/x.html"; else pass "no page is written on error"; fi
