@@ -6,9 +6,9 @@
 # shipped-report.json, bench.json, torch-bench.json.
 # Usage: scripts/device-check.sh [STEP...]
 #   steps: suite split cluster kernel sanitize sanitize-run sanitize-plugins run isolation
-#   devices breakdown ab bench bench-ab phases bench-paths racecheck racecheck-split hash-share
-#   flashinfer fidelity peers (default: suite sanitize run isolation devices bench; the others are
-#   slow or only needed when what they test changed)
+#   devices handover breakdown ab bench bench-ab phases bench-paths racecheck racecheck-split
+#   hash-share flashinfer fidelity peers (default: suite sanitize run isolation devices bench; the
+#   others are slow or only needed when what they test changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
 mkdir -p "$OUT"
@@ -30,6 +30,19 @@ step() {
     local rc=$?
     printf '%-22s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - start))" \
         "$(grep -v '^\s*$' "$LOG" | tail -1 | cut -c1-120)"
+}
+
+# timed_run NAME ARGS...: `dsatopk-audit run ARGS...` (its output in /tmp/NAME.txt; RUN_BINARY
+# names another build), then one line in logs.txt and on stdout: NAME, the exit code and the
+# process's wall time in ms.
+timed_run() {
+    local name=$1 started rc wall
+    shift
+    started=$(date +%s%N)
+    timeout 500 "${RUN_BINARY:-dsatopk-audit}" run "$@" >"/tmp/$name.txt" 2>&1
+    rc=$?
+    wall=$((($(date +%s%N) - started) / 1000000))
+    echo "$name: rc $rc, wall ${wall} ms (run $*)" | tee -a "$LOG"
 }
 
 # build_binary NAME: the binary of an A/B build: "new" is this one, any other NAME the older
@@ -207,6 +220,32 @@ sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
             --baseline-out /tmp/baseline.json captures
         step gate-devices 60 dsatopk-audit gate --baseline /tmp/baseline.json \
             --out /tmp/gate.json "$OUT/devices-report.json"
+        ;;
+    handover)
+        # A record too big for the session's socket copy (1.1 GiB of scores: older builds forked
+        # a worker, with its own CUDA start, for any record over 1 GiB) between two small ones:
+        # the session worker maps it from a memfd and keeps its CUDA context. Prints the wall
+        # time and each record's backends_ms and device_open_ms, for this build and each build
+        # NAME in HANDOVER_BUILDS (device-bundle/bin/dsatopk-audit-NAME). docs/PERF.md "The
+        # audit itself".
+        rm -f /tmp/handover.bin
+        step handover-synth 120 bash -c 'dsatopk-audit synth -f relu -b 16 -L 131072 -k 2048 -s 1 \
+            -o /tmp/handover.bin && dsatopk-audit synth -f relu -b 2304 -L 131072 -k 2048 -s 2 \
+            -a -o /tmp/handover.bin && dsatopk-audit synth -f relu -b 16 -L 131072 -k 2048 -s 3 \
+            -a -o /tmp/handover.bin'
+        for build in new ${HANDOVER_BUILDS:-}; do
+            RUN_BINARY=$(build_binary "$build") timed_run "handover-$build" --reps 3 \
+                --backends bitonic,sort --out "/tmp/handover-$build.json" /tmp/handover.bin
+            python3 - "/tmp/handover-$build.json" "$build" <<'PY' | tee -a "$LOG"
+import json, sys
+report = json.load(open(sys.argv[1]))
+for r in report["records"]:
+    opened = sum(b["time_breakdown_ms"]["device_open_ms"] for b in r["backends"])
+    print(f"handover {sys.argv[2]}: record {r['index']} ({r['rows']} rows): backends_ms "
+          f"{r['time_breakdown_ms']['backends_ms']:.0f}, device_open_ms {opened:.0f}, "
+          f"{[b['status'] for b in r['backends']]}")
+PY
+        done
         ;;
     run)
         step seed-captures 120 scripts/make-seed-captures.sh /tmp/seed device-bundle/bin/dsatopk-audit

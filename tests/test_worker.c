@@ -645,8 +645,8 @@ static void test_session_jobs_in_files(void **unused)
     assert_no_children();
 }
 
-/* Children forked while a session lives (here a keeper; in `run`, a worker for a record too big
- * for the session, or a probe started after the session) do not keep the session's socket open:
+/* Children forked while a session lives (here a keeper; in `run`, a worker for a record no memfd
+ * could hold, or a probe started after the session) do not keep the session's socket open:
  * stopping the session ends its child at once, not after the grace period. */
 static void test_session_stops_at_once_beside_later_children(void **unused)
 {

@@ -10,9 +10,10 @@
  * - inputs are expanded (a directory gives its *.bin files, sorted) and read record by record;
  *   a selected record (--records, --shard) gets its CPU side here (reference hashes, census) and
  *   its backends replayed in a worker (src/replay/worker.h): one session worker per device pass
- *   serves record after record (src/replay/session_worker.c), a record too big to send gets a
- *   worker forked for it (src/replay/record_worker.c); a hang, crash or poisoned context is that
- *   backend's status and a fresh worker takes the rest;
+ *   serves record after record (src/replay/session_worker.c; a record over 1 MiB reaches it in
+ *   a memfd, record_wire.h), and only a record no memfd can hold gets a worker forked for it
+ *   (src/replay/record_worker.c); a hang, crash or poisoned context is that backend's status
+ *   and a fresh worker takes the rest;
  * - with --devices, the whole audit runs once per listed device (a device pass): the first
  *   pass writes the records, each later one adds its per_device[] entries to them, and the
  *   cross_device block compares them (src/replay/audit_report.c);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "audit_internal.h"
 #include "census.h"
@@ -134,19 +135,26 @@ static bool list_contains(const uint32_t *sorted, size_t count, uint32_t value)
 static void run_backends(struct audit_state *state, struct record_job *job)
 {
     const struct audit_options *options = state->options;
+    const struct record_result *base = job->base;
     struct audit_error err = { 0 };
     size_t bytes = 0;
-    int status;
-    void *wire = record_wire_encode(job->base->record, job->base->k, job->base->file,
-                                    job->replay->dump_stem, &bytes);
+    int status, file = -1;
+    void *wire = record_wire_encode(base->record, base->k, base->file, job->replay->dump_stem,
+                                    &bytes);
     if (wire) {
         status = worker_session_run_job(&state->pass.session, wire, bytes,
                                         options->backend_count, record_on_result, job,
                                         options->timeout_ms, &err);
         free(wire);
+    } else if ((file = record_wire_encode_file(base->record, base->k, base->file,
+                                               job->replay->dump_stem, &bytes)) >= 0) {
+        /* Too big for the socket: the session worker maps it, and keeps its CUDA context. */
+        status = worker_session_run_job_file(&state->pass.session, file, bytes,
+                                             options->backend_count, record_on_result, job,
+                                             options->timeout_ms, &err);
+        close(file);
     } else {
-        /* Too big to copy (or no memory for the copy): a worker forked for this record sees it
-         * where it is. */
+        /* No memory even for that: a worker forked for this record sees it where it is. */
         status = worker_run_tasks(options->backend_count, record_worker_main, record_on_result,
                                   job, options->timeout_ms, NULL, &err);
     }

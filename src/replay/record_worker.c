@@ -3,9 +3,10 @@
  * (src/replay/result_wire.h), or what stopped it. The main process turns each message, or the
  * hang or crash that came instead, into the backend's entry (record_on_result).
  *
- * This file holds both sides of that exchange and the worker forked for a single record
- * (records too big to send to the session worker: it inherits the record through fork);
- * src/replay/session_worker.c serves the other records with the same replay loop. */
+ * This file holds both sides of that exchange and the worker forked for a single record (when
+ * the record cannot be handed to the session worker, not even in a memfd, for want of host
+ * memory: it inherits the record through fork); src/replay/session_worker.c serves the records
+ * with the same replay loop. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
 # Checks: the deterministic backends (bitonic, sort) give one distinct output equal to the CPU
 # reference with zero violations on every record, in eager, graph and batch-invariance modes;
 # every entry carries a time breakdown whose parts add up; one worker process (one CUDA start)
-# serves every record; the GPU pre-filter copies back and
-# hashes only new outputs and leaves the report as --no-gpu-prefilter writes it;
+# serves every record, those over 1 MiB (handed over in a memfd) too; the GPU pre-filter copies
+# back and hashes only new outputs and leaves the report as --no-gpu-prefilter writes it;
 # the exit code follows the verdicts; --dump-outputs files hash to the reported SHA-256; the
 # radix negative control shows at least two distinct sets on a 0.0-plateau record (if it never
 # does, the audit could not detect anything); FlashInfer's own kernels (fi-*) run, pass in
