@@ -6,9 +6,9 @@
 # shipped-report.json, bench.json, torch-bench.json.
 # Usage: scripts/device-check.sh [STEP...]
 #   steps: suite split cluster kernel sanitize sanitize-run sanitize-plugins run isolation
-#   devices handover breakdown ab bench bench-ab phases bench-paths racecheck racecheck-split
-#   hash-share flashinfer fidelity peers (default: suite sanitize run isolation devices bench; the
-#   others are slow or only needed when what they test changed)
+#   devices devices-parallel devices-all handover breakdown ab bench bench-ab phases bench-paths
+#   racecheck racecheck-split hash-share flashinfer fidelity peers (default: suite sanitize run isolation
+#   devices bench; the others are slow or only needed when what they test changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
 mkdir -p "$OUT"
@@ -220,6 +220,62 @@ sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
             --baseline-out /tmp/baseline.json captures
         step gate-devices 60 dsatopk-audit gate --baseline /tmp/baseline.json \
             --out /tmp/gate.json "$OUT/devices-report.json"
+        ;;
+    devices-parallel)
+        # Wall time of `run --devices 0` against `--devices 0,0` at once (two pass processes
+        # sharing the GPU) and in turn (--devices-sequential), on the seed captures, rounds
+        # alternating (DEVICES_ROUNDS, default 2): docs/PERF.md "The audit itself". Then whether
+        # the deterministic backends' outputs are the same in all three (last round's reports).
+        [ -d /tmp/seed ] || step seed-captures 120 scripts/make-seed-captures.sh /tmp/seed \
+            device-bundle/bin/dsatopk-audit
+        for round in $(seq "${DEVICES_ROUNDS:-2}"); do
+            timed_run "devices-one-$round" --reps 25 --devices 0 --out /tmp/devices-one.json /tmp/seed
+            timed_run "devices-at-once-$round" --reps 25 --devices 0,0 \
+                --out /tmp/devices-at-once.json /tmp/seed
+            timed_run "devices-in-turn-$round" --reps 25 --devices 0,0 --devices-sequential \
+                --out /tmp/devices-in-turn.json /tmp/seed
+        done
+        cp /tmp/devices-at-once.json "$OUT/devices-at-once-report.json"
+        python3 - /tmp/devices-one.json /tmp/devices-at-once.json /tmp/devices-in-turn.json \
+            <<'PY' | tee -a "$LOG"
+import json, sys
+deterministic = ("bitonic", "sort", "filtered-det", "fi-graph-safe")
+reports = [json.load(open(path)) for path in sys.argv[1:]]
+def outputs(report):
+    return {(r["file"], r["index"], b["name"], d["device"]["index"]): tuple(sorted(set(d["output_sha256_per_rep"])))
+            for r in report["records"] for b in r["backends"] if b["name"] in deterministic
+            for d in b.get("per_device", []) if d["status"] == "ok"}
+one = {key[:3]: value for key, value in outputs(reports[0]).items()}
+for name, report in zip(("at once", "in turn"), reports[1:]):
+    got = outputs(report)
+    differ = [key for key, value in got.items() if one.get(key[:3]) != value or len(value) != 1]
+    print(f"devices-parallel {name}: devices_concurrent {report['context']['devices_concurrent']}, "
+          f"{len(got)} deterministic entries, {len(differ)} differ from --devices 0 {differ[:3]}")
+PY
+        ;;
+    devices-all)
+        # Every GPU of the host at once (the cross-GPU audit): `run --devices all --baseline-out`
+        # over the shipped and seed captures, timed against one GPU (`--devices 0`, same inputs),
+        # then `gate` of every device's entries (per_device[]) against the baseline. Goal: the wall
+        # time within 1.3x of one GPU's; deterministic backends identical on every GPU.
+        [ -d /tmp/seed ] || step seed-captures 120 scripts/make-seed-captures.sh /tmp/seed \
+            device-bundle/bin/dsatopk-audit
+        nvidia-smi -L | tee -a "$LOG"
+        timed_run devices-all-one --reps 25 --devices 0 --out /tmp/devices-all-one.json \
+            captures /tmp/seed
+        timed_run devices-all --reps 25 --devices all --baseline-out "$OUT/devices-all-baseline.json" \
+            --out "$OUT/devices-all-report.json" captures /tmp/seed
+        grep '^# cross-device' /tmp/devices-all.txt | tee -a "$LOG"
+        step gate-devices-all 120 dsatopk-audit gate --baseline "$OUT/devices-all-baseline.json" \
+            --out "$OUT/devices-all-gate.json" "$OUT/devices-all-report.json"
+        python3 - /tmp/devices-all-one.json "$OUT/devices-all-report.json" <<'PY' | tee -a "$LOG"
+import json, sys
+one, every = (json.load(open(path)) for path in sys.argv[1:])
+block = every.get("cross_device", {})
+print(f"devices-all: {len(every['context']['devices'])} device(s) {every['context']['devices']}, "
+      f"devices_concurrent {every['context']['devices_concurrent']}, complete {every['complete']}, "
+      f"exit {every['exit_code']}; cross_device {block.get('summary')}")
+PY
         ;;
     handover)
         # A record too big for the session's socket copy (1.1 GiB of scores: older builds forked

@@ -574,28 +574,40 @@ static int run_session_job(struct worker_session *session, int id,
     return run_session_job_within(session, id, at, payload_bytes, 2000, seen);
 }
 
+/* Every task of job came back intact from child, whose start-up ran once. */
+static void assert_served_whole(const struct session_seen *seen, int job, int child)
+{
+    assert_int_equal(seen->count, SESSION_JOB_TASKS);
+    for (size_t t = 0; t < SESSION_JOB_TASKS; t++) {
+        char want[128];
+        snprintf(want, sizeof(want), "job %d task %zu pid %d starts 1 ok", job, t, child);
+        assert_int_equal(seen->outcome[t], WORKER_MESSAGE);
+        assert_string_equal(seen->text[t], want);
+    }
+}
+
+/* A session started before its first job; returns its child's pid. */
+static int start_session(struct worker_session *session)
+{
+    struct audit_error err = { 0 };
+    worker_stop_clear();
+    worker_session_init(session, session_job_main, session_child_start, NULL);
+    assert_int_equal(worker_session_start(session, &err), 0);
+    assert_true(session->pid > 0);
+    return (int)session->pid;
+}
+
 static void test_session_serves_jobs_in_one_child(void **unused)
 {
     (void)unused;
     struct worker_session session;
-    struct audit_error err = { 0 };
     struct session_seen seen;
-    worker_stop_clear();
-    worker_session_init(&session, session_job_main, session_child_start, NULL);
-    assert_int_equal(worker_session_start(&session, &err), 0);
-    const int child = (int)session.pid;
-    assert_true(child > 0);
+    const int child = start_session(&session);
     /* Jobs of 0 bytes of payload to 3 MiB (more than a socket buffer): each arrives intact. */
     static const uint32_t payloads[] = { 0, 1, 4096, 3u << 20 };
     for (int job = 0; job < 4; job++) {
         assert_int_equal(run_session_job(&session, job, all_send, payloads[job], &seen), 0);
-        assert_int_equal(seen.count, SESSION_JOB_TASKS);
-        for (size_t t = 0; t < SESSION_JOB_TASKS; t++) {
-            char want[128];
-            snprintf(want, sizeof(want), "job %d task %zu pid %d starts 1 ok", job, t, child);
-            assert_int_equal(seen.outcome[t], WORKER_MESSAGE);
-            assert_string_equal(seen.text[t], want);
-        }
+        assert_served_whole(&seen, job, child);
     }
     assert_int_equal(session.pid, child);
     assert_int_equal(session.stats.processes, 1);
@@ -611,22 +623,12 @@ static void test_session_jobs_in_files(void **unused)
 {
     (void)unused;
     struct worker_session session;
-    struct audit_error err = { 0 };
     struct session_seen seen;
-    worker_stop_clear();
-    worker_session_init(&session, session_job_main, session_child_start, NULL);
-    assert_int_equal(worker_session_start(&session, &err), 0);
-    const int child = (int)session.pid;
+    const int child = start_session(&session);
     static const uint32_t payloads[] = { 0, 1, 4096, 40u << 20 };
     for (int job = 0; job < 4; job++) {
         assert_int_equal(run_session_job_file(&session, job, all_send, payloads[job], &seen), 0);
-        assert_int_equal(seen.count, SESSION_JOB_TASKS);
-        for (size_t t = 0; t < SESSION_JOB_TASKS; t++) {
-            char want[128];
-            snprintf(want, sizeof(want), "job %d task %zu pid %d starts 1 ok", job, t, child);
-            assert_int_equal(seen.outcome[t], WORKER_MESSAGE);
-            assert_string_equal(seen.text[t], want);
-        }
+        assert_served_whole(&seen, job, child);
         assert_int_equal(run_session_job(&session, 10 + job, all_send, 100, &seen), 0);
         assert_int_equal(seen.pid[3], child);
     }

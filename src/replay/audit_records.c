@@ -177,12 +177,18 @@ static int add_to_report(struct audit_state *state, const struct record_result *
             state->any_failure = true;
     if (result->engine && result->engine->verdict.verdict == VERDICT_FAIL)
         state->any_failure = true;
-    int status = state->pass.index == 0
-                     ? audit_add_record(state, result, job->entries, global_index, err)
-                     : audit_add_device_pass(state, result, job->entries, job->times, err);
+    int status;
+    if (state->pass_channel) /* a pass process: the main process merges it */
+        status = audit_pass_send_record(state, result, job, err);
+    else if (state->pass.index == 0)
+        status = audit_add_record(state, result, job->entries, global_index, err);
+    else
+        status = audit_add_device_pass(state, result, job->entries, err);
     if (status < 0)
         return status;
     audit_progress_end(state);
+    if (state->pass_channel)
+        return AUDIT_OK; /* its table lines went with its entries */
     if (result->engine) {
         size_t bytes = 0;
         FILE *stream = open_memstream(&job->table_lines[count], &bytes);
@@ -243,7 +249,6 @@ static void run_record(struct audit_state *state, const char *file, const char *
     cJSON **entries = NULL;
     char **table_lines = NULL;
     bool *failed = NULL;
-    struct time_breakdown *times = NULL;
     int status;
     const double started_ms = report_monotonic_ms();
     struct record_time time = { 0 };
@@ -296,8 +301,7 @@ static void run_record(struct audit_state *state, const char *file, const char *
     /* One more slot: the engine's lines. */
     table_lines = calloc(options->backend_count + 1, sizeof(*table_lines));
     failed = calloc(options->backend_count, sizeof(*failed));
-    times = calloc(options->backend_count, sizeof(*times));
-    if (!entries || !table_lines || !failed || !times) {
+    if (!entries || !table_lines || !failed) {
         status = audit_fail(&err, AUDIT_ENOMEM, "out of memory for the backend results");
         goto fatal;
     }
@@ -314,7 +318,6 @@ static void run_record(struct audit_state *state, const char *file, const char *
         .entries = entries,
         .table_lines = table_lines,
         .failed = failed,
-        .times = times,
     };
     /* Without a device nothing is forked; otherwise each backend replays in a worker. */
     phase_started_ms = report_monotonic_ms();
@@ -348,7 +351,6 @@ done:
     free(entries);
     free(table_lines);
     free(failed);
-    free(times);
     cJSON_Delete(census);
     free(census_rows);
     if (checks_ready)
@@ -408,6 +410,8 @@ void audit_run_file(struct audit_state *state, const char *path)
             if (options->shard_count == 0 || global_index % options->shard_count ==
                                                  options->shard_index)
                 run_record(state, path, stem, &record, global_index);
+            /* What the other --devices passes sent meanwhile (audit_passes.c). */
+            audit_passes_read(state);
         }
         capture_record_free(&record);
     }

@@ -7,7 +7,8 @@
  * (src/replay/record_wire.h: through the session's socket, or over 1 MiB in a memfd it maps),
  * and it prepares the checks and the census of each again for its own judging (the main process
  * has its own for the report). A crash, hang or poisoned context ends it like a per-record
- * worker, and a fresh one takes the rest. */
+ * worker, and a fresh one takes the rest. With --devices at once, each pass process has its
+ * own (src/replay/audit_passes.c). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
