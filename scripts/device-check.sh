@@ -34,7 +34,7 @@ step() {
 
 # timed_run NAME ARGS...: `dsatopk-audit run ARGS...` (its output in /tmp/NAME.txt; RUN_BINARY
 # names another build), then one line in logs.txt and on stdout: NAME, the exit code and the
-# process's wall time in ms.
+# process's wall time in ms; "NAME RC WALL_MS" is also appended to /tmp/timed-runs.txt.
 timed_run() {
     local name=$1 started rc wall
     shift
@@ -43,6 +43,14 @@ timed_run() {
     rc=$?
     wall=$((($(date +%s%N) - started) / 1000000))
     echo "$name: rc $rc, wall ${wall} ms (run $*)" | tee -a "$LOG"
+    echo "$name $rc $wall" >>/tmp/timed-runs.txt
+}
+
+# seed_captures: the seed-harness captures in /tmp/seed, made unless a complete set is there
+# (make-seed-captures.sh writes random_64x262144.bin last, each file under a temporary name).
+seed_captures() {
+    [ -f /tmp/seed/random_64x262144.bin ] || step seed-captures 120 \
+        scripts/make-seed-captures.sh /tmp/seed device-bundle/bin/dsatopk-audit
 }
 
 # build_binary NAME: the binary of an A/B build: "new" is this one, any other NAME the older
@@ -183,6 +191,11 @@ for s in $steps; do
         # process's ERROR SUMMARY.
         step run-memcheck 300 bash scripts/sanitizer-run.sh memcheck dsatopk-audit run --reps 3 \
             --graph --batch-invariance --records 0-2 --out /tmp/run-memcheck.json captures/edge.bin
+        # The same with --devices 0,0: a pass process beside the main one, each with its own
+        # session worker (plateau.bin's records reach them in a memfd).
+        step run-memcheck-devices 300 bash scripts/sanitizer-run.sh memcheck dsatopk-audit run \
+            --reps 3 --devices 0,0 --records 0-1 --out /tmp/run-memcheck-devices.json \
+            captures/edge.bin captures/plateau.bin
         ;;
     sanitize-plugins)
         # The example plugin under memcheck and initcheck: test_gpu_plugins' cases (every synth
@@ -224,10 +237,12 @@ sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
     devices-parallel)
         # Wall time of `run --devices 0` against `--devices 0,0` at once (two pass processes
         # sharing the GPU) and in turn (--devices-sequential), on the seed captures, rounds
-        # alternating (DEVICES_ROUNDS, default 2): docs/PERF.md "The audit itself". Then whether
-        # the deterministic backends' outputs are the same in all three (last round's reports).
-        [ -d /tmp/seed ] || step seed-captures 120 scripts/make-seed-captures.sh /tmp/seed \
-            device-bundle/bin/dsatopk-audit
+        # alternating (DEVICES_ROUNDS, default 2). Prints the table of docs/PERF.md "Several
+        # devices at once" (each run's wall time, the median, the ratio to --devices 0, the
+        # kernel time summed over every entry), then whether the deterministic backends' outputs
+        # are the same in all three (last round's reports).
+        seed_captures
+        rm -f /tmp/timed-runs.txt
         for round in $(seq "${DEVICES_ROUNDS:-2}"); do
             timed_run "devices-one-$round" --reps 25 --devices 0 --out /tmp/devices-one.json /tmp/seed
             timed_run "devices-at-once-$round" --reps 25 --devices 0,0 \
@@ -236,11 +251,34 @@ sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
                 --out /tmp/devices-in-turn.json /tmp/seed
         done
         cp /tmp/devices-at-once.json "$OUT/devices-at-once-report.json"
-        python3 - /tmp/devices-one.json /tmp/devices-at-once.json /tmp/devices-in-turn.json \
-            <<'PY' | tee -a "$LOG"
-import json, sys
+        python3 - /tmp/timed-runs.txt /tmp/devices-one.json /tmp/devices-at-once.json \
+            /tmp/devices-in-turn.json <<'PY' | tee -a "$LOG"
+import json, statistics, sys
 deterministic = ("bitonic", "sort", "filtered-det", "fi-graph-safe")
-reports = [json.load(open(path)) for path in sys.argv[1:]]
+modes = (("one", "`--devices 0`"), ("at-once", "`--devices 0,0`"),
+         ("in-turn", "`--devices 0,0 --devices-sequential`"))
+walls = {mode: [] for mode, _ in modes}
+for line in open(sys.argv[1]):
+    name, rc, wall = line.split()
+    mode = name[len("devices-"):name.rindex("-")]
+    walls[mode].append(int(wall) if rc == "0" else None)
+reports = [json.load(open(path)) for path in sys.argv[2:]]
+def kernel_s(report):
+    return sum((d.get("time_breakdown_ms") or {}).get("kernel_ms") or 0 for r in report["records"]
+               for b in r["backends"] for d in b.get("per_device", [])) / 1000.0
+first = reports[0]
+print(f"devices-parallel: {len(first['records'])} records x {len(first['context']['backends'])} "
+      f"backends, --reps 25, on {(first['context']['device'] or {}).get('name')}")
+print("| run | wall time per round (s) | median | vs `--devices 0` | kernels, all entries (s) |")
+print("| --- | --- | --- | --- | --- |")
+base = None
+for (mode, label), report in zip(modes, reports):
+    ok = [w for w in walls[mode] if w is not None]
+    median = statistics.median(ok) / 1000.0 if ok else None
+    base = base or median
+    rounds = ", ".join("failed" if w is None else f"{w / 1000.0:.2f}" for w in walls[mode])
+    ratio = f"{median / base:.2f}x" if median and base else "-"
+    print(f"| {label} | {rounds} | {median or 0:.2f} | {ratio} | {kernel_s(report):.2f} |")
 def outputs(report):
     return {(r["file"], r["index"], b["name"], d["device"]["index"]): tuple(sorted(set(d["output_sha256_per_rep"])))
             for r in report["records"] for b in r["backends"] if b["name"] in deterministic
@@ -258,8 +296,7 @@ PY
         # over the shipped and seed captures, timed against one GPU (`--devices 0`, same inputs),
         # then `gate` of every device's entries (per_device[]) against the baseline. Goal: the wall
         # time within 1.3x of one GPU's; deterministic backends identical on every GPU.
-        [ -d /tmp/seed ] || step seed-captures 120 scripts/make-seed-captures.sh /tmp/seed \
-            device-bundle/bin/dsatopk-audit
+        seed_captures
         nvidia-smi -L | tee -a "$LOG"
         timed_run devices-all-one --reps 25 --devices 0 --out /tmp/devices-all-one.json \
             captures /tmp/seed
@@ -350,8 +387,7 @@ PY
         # every record x backend) on the seed captures, for this binary and each build named in
         # HASH_BUILDS (default "ossl": -Dsha256=openssl, carried as dsatopk-audit-ossl): the
         # measurement behind the sha256 option's default (docs/PERF.md "The audit itself").
-        [ -d /tmp/seed ] || step seed-captures 120 scripts/make-seed-captures.sh /tmp/seed \
-            device-bundle/bin/dsatopk-audit
+        seed_captures
         for build in new ${HASH_BUILDS:-ossl}; do
             binary=$(build_binary "$build")
             started=$(date +%s%N)
