@@ -43,6 +43,8 @@ enum pass_behaviour {
 };
 
 static enum pass_behaviour behaviour[ENTRIES];
+/* A hanging stand-in writes a byte here once its first record is sent (-1: nowhere). */
+static int sent_fd = -1;
 static struct capture_record records[RECORDS];
 
 struct seen {
@@ -132,9 +134,12 @@ static int fake_pass(struct worker_channel *channel, size_t pass, void *user)
             signal(SIGSEGV, SIG_DFL);
             raise(SIGSEGV);
         }
-        if (r == 0 && behaviour[pass] == PASS_HANG_AFTER_ONE)
+        if (r == 0 && behaviour[pass] == PASS_HANG_AFTER_ONE) {
+            if (sent_fd >= 0 && write(sent_fd, "s", 1) != 1)
+                return 2;
             for (;;)
                 pause();
+        }
     }
     if (behaviour[pass] == PASS_DEVICE_LOST) {
         state->device_failed = true;
@@ -337,8 +342,20 @@ static void test_a_fatal_stop_kills_the_passes_and_keeps_what_came(void **unused
     behaviour[1] = behaviour[2] = PASS_HANG_AFTER_ONE;
     struct fixture *f = begin();
     struct audit_state *state = &f->state;
+    int sent[2];
+    assert_int_equal(pipe(sent), 0);
+    sent_fd = sent[1];
     assert_int_equal(audit_passes_start_processes(state, fake_pass), 0);
-    sleep_ms(400);
+    close(sent[1]); /* the children hold it: a read of 0 means they died */
+    sent_fd = -1;
+    /* Both have sent their first record (and hang): then the main process stops. */
+    char bytes[ENTRIES - 1];
+    for (size_t got = 0; got < sizeof(bytes);) {
+        const ssize_t n = read(sent[0], bytes + got, sizeof(bytes) - got);
+        assert_true(n > 0 || (n < 0 && errno == EINTR));
+        got += n > 0 ? (size_t)n : 0;
+    }
+    close(sent[0]);
     audit_stop(state, AUDIT_ENOMEM, "out of memory");
     audit_passes_finish(state, f->devices_json);
     int indices[8];
