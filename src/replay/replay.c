@@ -236,10 +236,12 @@ void replay_input_free(struct replay_input *input)
     free(input);
 }
 
+/* A present array gets a device pointer even when it holds no element (row_stride 0, a page
+ * table of no column): a plugin sees NULL only for an absent array (plugin.h). */
 static int upload_array(void **device_pointer, const void *host, size_t bytes, const char *what,
                         struct audit_error *err)
 {
-    int status = device_alloc(device_pointer, bytes, what, NULL, err);
+    int status = device_alloc(device_pointer, bytes ? bytes : sizeof(int32_t), what, NULL, err);
     if (status < 0 || bytes == 0)
         return status;
     CUDA_TRY(cudaMemcpy(*device_pointer, host, bytes, cudaMemcpyHostToDevice), err);

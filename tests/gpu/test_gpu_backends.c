@@ -139,6 +139,8 @@ enum family_id {
     FAMILY_PADDED,
     FAMILY_PAGED_1,
     FAMILY_PAGED_64,
+    FAMILY_EMPTY,
+    FAMILY_EMPTY_PAGED,
     FAMILY_COUNT
 };
 
@@ -158,6 +160,8 @@ static const char *const family_names[FAMILY_COUNT] = {
     [FAMILY_PADDED] = "padded",         /* stride wider than every window, pad = poison */
     [FAMILY_PAGED_1] = "paged1",        /* page table, page_size 1 */
     [FAMILY_PAGED_64] = "paged64",      /* page table, page_size 64 */
+    [FAMILY_EMPTY] = "empty",           /* row_stride 0, every row of length 0: all -1 */
+    [FAMILY_EMPTY_PAGED] = "emptypaged",/* the same with a page table of no column */
 };
 
 static int family_parse(const char *name)
@@ -182,6 +186,11 @@ static uint32_t family_row_lengths(enum family_id family, uint32_t k, bool quick
 {
     int64_t wanted[MAX_ROWS_PER_CASE];
     uint32_t count = 0;
+    if (family == FAMILY_EMPTY || family == FAMILY_EMPTY_PAGED) {
+        for (uint32_t b = 0; b < 5; b++)
+            lengths[b] = 0;
+        return 5;
+    }
     if (family == FAMILY_SHORT) {
         const int64_t shorts[] = { 0, 1, 7, k / 2, (int64_t)k - 1 };
         for (size_t i = 0; i < sizeof(shorts) / sizeof(shorts[0]); i++)
@@ -309,6 +318,8 @@ static void family_fill_row(enum family_id family, struct rng *rng, float *windo
     case FAMILY_RANDOM:
     case FAMILY_SHORT:
     case FAMILY_PADDED:
+    case FAMILY_EMPTY:
+    case FAMILY_EMPTY_PAGED:
     case FAMILY_COUNT:
         for (int32_t i = 0; i < length; i++)
             window[i] = (float)rng_normal(rng);
@@ -327,7 +338,9 @@ static void record_release(struct capture_record *record)
     memset(record, 0, sizeof(*record));
 }
 
-/* Builds one record of a family in host memory; every score outside a window is poison. */
+/* Builds one record of a family in host memory; every score outside a window is poison. The
+ * empty families keep row_stride 0: no score at all, so the device gets NULL scores (and a NULL
+ * page table of no column), as cudaMalloc of 0 bytes gives. */
 static int build_record(enum family_id family, uint32_t k, const int32_t *lengths, uint32_t rows,
                         uint32_t plateau_distinct, uint64_t seed, struct capture_record *record,
                         struct audit_error *err)
@@ -342,14 +355,15 @@ static int build_record(enum family_id family, uint32_t k, const int32_t *length
         if (lengths[b] > max_length)
             max_length = lengths[b];
     uint32_t max_offset = family == FAMILY_ROW_STARTS ? 1000 : 0;
+    const bool empty = family == FAMILY_EMPTY || family == FAMILY_EMPTY_PAGED;
     uint64_t stride = (uint64_t)max_length + max_offset + (family == FAMILY_PADDED ? 61 : 0);
-    if (stride == 0)
+    if (stride == 0 && !empty)
         stride = 1;
 
     record->rows = rows;
     record->k = k;
     record->row_stride = stride;
-    record->scores = malloc(rows * stride * sizeof(float));
+    record->scores = malloc(rows * stride * sizeof(float) + sizeof(float));
     record->lengths = malloc(rows * sizeof(int32_t));
     record->metadata_json = strdup("{\"source\":\"test_gpu_backends\"}");
     if (family == FAMILY_ROW_STARTS)
@@ -371,16 +385,16 @@ static int build_record(enum family_id family, uint32_t k, const int32_t *length
         family_fill_row(family, &rng, window, lengths[b], k, plateau_distinct, b + 1 == rows);
     }
 
-    if (family == FAMILY_PAGED_1 || family == FAMILY_PAGED_64) {
+    if (family == FAMILY_PAGED_1 || family == FAMILY_PAGED_64 || family == FAMILY_EMPTY_PAGED) {
         uint32_t page_size = family == FAMILY_PAGED_1 ? 1 : 64;
-        uint64_t cols = 1;
+        uint64_t cols = family == FAMILY_EMPTY_PAGED ? 0 : 1;
         record->page_table_row_starts = malloc(rows * sizeof(int32_t));
         if (!record->page_table_row_starts) {
             status = audit_fail(err, AUDIT_ENOMEM, "%s: out of memory", family_names[family]);
             goto error;
         }
         for (uint32_t b = 0; b < rows; b++) {
-            record->page_table_row_starts[b] = (int32_t)rng_below(&rng, 4);
+            record->page_table_row_starts[b] = empty ? 0 : (int32_t)rng_below(&rng, 4);
             uint64_t needed = (uint64_t)record->page_table_row_starts[b] +
                               ((uint64_t)lengths[b] + page_size - 1) / page_size;
             if (needed > cols)
@@ -388,7 +402,7 @@ static int build_record(enum family_id family, uint32_t k, const int32_t *length
         }
         record->page_size = page_size;
         record->page_table_cols = cols;
-        record->page_table = malloc(rows * cols * sizeof(int32_t));
+        record->page_table = malloc(rows * cols * sizeof(int32_t) + sizeof(int32_t));
         if (!record->page_table) {
             status = audit_fail(err, AUDIT_ENOMEM, "%s: out of memory for the page table",
                                 family_names[family]);
@@ -432,10 +446,14 @@ static void device_case_free(struct device_case *device_case)
     memset(device_case, 0, sizeof(*device_case));
 }
 
+/* An array of no element stays NULL, as cudaMalloc of 0 bytes leaves it: backends must take
+ * that (topk_backends.h). */
 static int device_upload(void **device, const void *host, size_t bytes, struct audit_error *err)
 {
     int status = 0;
-    HARNESS_CUDA(cudaMalloc(device, bytes ? bytes : 1), err, status, done);
+    *device = NULL;
+    if (bytes)
+        HARNESS_CUDA(cudaMalloc(device, bytes), err, status, done);
     if (bytes)
         HARNESS_CUDA(cudaMemcpy(*device, host, bytes, cudaMemcpyHostToDevice), err, status,
                      done);
