@@ -555,10 +555,12 @@ static void test_safetensors_malformed(void **state)
         { "{\"x\":{\"shape\":[4],\"data_offsets\":[0,16]}}", "nodtype.st", "dtype" },
         { "{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}} zz", "trailing.st",
           "after the JSON" },
-        { "{\"x\":{\"dtype\":\"F32\",\"shape\":[4],", "broken.st", "not valid JSON" },
+        { "{\"x\":{\"dtype\":\"F32\",\"shape\":[4],", "broken.st",
+          "safetensors header: byte 32, at $.x: the text ends where a key (a string) was expected" },
         { "[1, 2]", "array.st", "not a JSON object" },
         { "{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
-          "\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", "dup.st", "2 times" },
+          "\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", "dup.st",
+          "safetensors header: byte 55, at $.x: duplicate key (first at byte 1)" },
         { "{\"__metadata__\": 5, \"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
           "meta.st", "__metadata__" },
     };

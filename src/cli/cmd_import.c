@@ -17,6 +17,7 @@
 #include "capture_tail.h"
 #include "cli.h"
 #include "error.h"
+#include "json_strict.h"
 #include "json_util.h"
 #include "npy.h"
 #include "safetensors.h"
@@ -157,13 +158,15 @@ static int parse_metadata(const char *text, cJSON **metadata, struct audit_error
         return *metadata ? AUDIT_OK : audit_fail(err, AUDIT_ENOMEM, "out of memory");
     }
     if (text[0] == '@') {
-        int status = json_read_file(text + 1, metadata, err);
+        int status = json_read_value_file(text + 1, metadata, err);
         if (status < 0)
             return audit_error_prefix(err, "--metadata");
     } else {
-        *metadata = cJSON_Parse(text);
-        if (!*metadata)
-            return audit_fail(err, AUDIT_EUSAGE, "--metadata: not valid JSON");
+        int status = json_strict_parse(text, strlen(text), "--metadata", 0, metadata, err);
+        if (status == AUDIT_EDATA) /* an option's value: a usage error */
+            err->code = status = AUDIT_EUSAGE;
+        if (status < 0)
+            return status;
     }
     if (!cJSON_IsObject(*metadata)) {
         cJSON_Delete(*metadata);

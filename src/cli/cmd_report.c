@@ -14,6 +14,7 @@
 #include "html_report.h"
 #include "json_util.h"
 #include "report_keys.h"
+#include "report_read.h"
 
 static const char report_usage[] =
     "usage: dsatopk-audit report [--gate VERDICT.json] [-o FILE] REPORT.json\n"
@@ -32,8 +33,9 @@ static const char report_usage[] =
     "                      by .html; - writes to stdout)\n"
     "  -h, --help          show this help\n"
     "\n"
-    "exit codes: 0 written; 2 usage error; 3 REPORT or VERDICT unreadable, not JSON or of\n"
-    "            another schema, or the page could not be written; 4 out of memory\n";
+    "exit codes: 0 written; 2 usage error; 3 REPORT or VERDICT unreadable, not JSON (the strict\n"
+    "            dialect of docs/FORMAT.md), without a schema and schema_version or of another\n"
+    "            schema or version, or the page could not be written; 4 out of memory\n";
 
 struct report_options {
     const char *report_path;
@@ -86,36 +88,38 @@ static int parse_options(int argc, char **argv, struct report_options *options)
     return EXIT_AUDIT_OK;
 }
 
-/* Reads path and checks that it is a JSON object of the expected schema. A document without a
- * schema field is accepted (hand-written or older files); one of another schema is refused, as
- * it is most likely the wrong file. */
-static int read_document(const char *path, const char *schema, cJSON **json_out,
-                         struct audit_error *err)
+/* Reads path and checks that it is a document of the expected schema and a version this tool
+ * reads: a JSON object without them ({} included) is not a report, so it is refused rather than
+ * drawn as an empty page. Past that the page is drawn from whatever fields are there. */
+static int read_document(const char *path, const char *schema, int current_version,
+                         cJSON **json_out, struct audit_error *err)
 {
+    struct json_reader reader = { path, err };
+    const char *found = NULL;
+    const cJSON *records = NULL;
+    uint64_t version = 0;
     cJSON *json = NULL;
+    *json_out = NULL;
     int status = json_read_file(path, &json, err);
     if (status != AUDIT_OK)
         return status;
-    if (!cJSON_IsObject(json)) {
+    if (!cJSON_IsObject(json))
+        status = json_field_error(&reader, "$", NULL, "not a JSON object (expected a %s document)",
+                                  schema);
+    if (status == AUDIT_OK)
+        status = json_field_string(&reader, json, "$", KEY_SCHEMA, FIELD_REQUIRED, &found);
+    if (status == AUDIT_OK && strcmp(found, schema) != 0)
+        status = audit_fail(err, AUDIT_EDATA, "%s: schema \"%.200s\" is not %s", path, found,
+                            schema);
+    if (status == AUDIT_OK)
+        status = json_field_schema_version(&reader, json, "$", schema, FIELD_REQUIRED,
+                                           current_version, &version);
+    if (status == AUDIT_OK && strcmp(schema, REPORT_SCHEMA) == 0)
+        status = json_field_array(&reader, json, "$", KEY_RECORDS, FIELD_REQUIRED, &records);
+    if (status != AUDIT_OK) {
         cJSON_Delete(json);
-        return audit_fail(err, AUDIT_EDATA, "%s: not a JSON object (expected a %s document)", path,
-                          schema);
+        return status;
     }
-    const cJSON *found = cJSON_GetObjectItemCaseSensitive(json, KEY_SCHEMA);
-    if (cJSON_IsString(found) && strcmp(found->valuestring, schema) != 0) {
-        audit_fail(err, AUDIT_EDATA, "%s: schema \"%.200s\" is not %s", path, found->valuestring,
-                   schema);
-        cJSON_Delete(json);
-        return AUDIT_EDATA;
-    }
-    if (found && !cJSON_IsString(found)) {
-        cJSON_Delete(json);
-        return audit_fail(err, AUDIT_EDATA, "%s: the schema field is not a string (expected %s)",
-                          path, schema);
-    }
-    if (!found)
-        fprintf(stderr, "dsatopk-audit report: warning: %s has no schema field; reading it as %s\n",
-                path, schema);
     *json_out = json;
     return AUDIT_OK;
 }
@@ -129,9 +133,10 @@ static int run_report(int argc, char **argv)
     if (parsed != EXIT_AUDIT_OK)
         return parsed < 0 ? EXIT_AUDIT_OK : parsed;
 
-    int status = read_document(options.report_path, REPORT_SCHEMA, &report, &err);
+    int status =
+        read_document(options.report_path, REPORT_SCHEMA, REPORT_SCHEMA_VERSION, &report, &err);
     if (status == AUDIT_OK && options.gate_path)
-        status = read_document(options.gate_path, GATE_SCHEMA, &verdict, &err);
+        status = read_document(options.gate_path, GATE_SCHEMA, GATE_SCHEMA_VERSION, &verdict, &err);
     if (status == AUDIT_OK)
         status = html_report_write(options.output_path, report, verdict, &err);
     if (status != AUDIT_OK)

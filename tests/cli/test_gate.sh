@@ -160,7 +160,7 @@ expect_grep 'broken.json: \$\.records\[1\]\.backends\[3\]\.output_sha256_per_rep
     "$TMP/err" "the message names the file and the JSON path"
 echo '{"schema": "dsatopk-audit/report", ' >"$TMP/truncated.json"
 expect_exit 3 "a report that is not JSON" -- "$AUDIT" gate --baseline "$G" --out "$V" "$TMP/truncated.json"
-expect_grep 'truncated.json: invalid JSON' "$TMP/err" "the message names the file"
+expect_grep 'truncated.json: byte 36, at \$: the text ends where a key' "$TMP/err" "the message names the file, the byte and the JSON path"
 expect_exit 3 "a missing report" -- "$AUDIT" gate --baseline "$G" --out "$V" "$TMP/nope.json"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); j["schema_version"]=2; json.dump(j, open(sys.argv[2],"w"))' "$G" "$TMP/v2.json"
 expect_exit 3 "a report of schema version 2" -- "$AUDIT" gate --baseline "$G" --out "$V" "$TMP/v2.json"

@@ -292,7 +292,7 @@ bad["records"][1]["backends"][2] = {"name": 42, "kernel_time_us": "slow", "flapp
 bad["records"].append("not a record")
 bad["input_errors"] = [{"file": evil, "record": None, "kind": "io", "message": evil}]
 json.dump(bad, open(out + "/hostile.json", "w"))
-gate_bad = {"schema": "dsatopk-audit/gate", "status": "fail",
+gate_bad = {"schema": "dsatopk-audit/gate", "schema_version": 1, "status": "fail",
             "results": [{"report": evil + ".json", "file": "captures/" + evil + ".bin", "record": 0,
                          "backend": evil, "status": "fail", "reasons": [evil], "rows": [1, 2, 3]},
                         {"report": "other.json", "file": "captures/narrow_64x32768.bin", "record": 0,
@@ -393,6 +393,18 @@ expect_grep 'gate\.json: schema "dsatopk-audit/gate" is not dsatopk-audit/report
     "the message names the file and both schemas"
 expect_exit 3 "a report given as the gate verdict" -- \
     "$AUDIT" report --gate "$R" -o "$TMP/x.html" "$R"
+echo '{}' >"$TMP/empty.json"
+expect_exit 3 "{} is not a report" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/empty.json"
+expect_grep 'empty\.json: \$\.schema: missing' "$TMP/err" "the message names the file and the missing field"
+echo '{"schema": "dsatopk-audit/report", "records": []}' >"$TMP/noversion.json"
+expect_exit 3 "a report without schema_version" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/noversion.json"
+expect_grep 'noversion\.json: \$\.schema_version: missing' "$TMP/err" "the message names schema_version"
+echo '{"schema": "dsatopk-audit/report", "schema_version": 1.0, "records": []}' >"$TMP/float.json"
+expect_exit 3 "a report whose schema_version is 1.0" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/float.json"
+expect_grep 'float\.json: byte 53, at \$\.schema_version: schema_version 1\.0 is not a small integer' \
+    "$TMP/err" "the message names the file, the byte and the JSON path"
+echo '{"schema": "dsatopk-audit/report", "schema_version": 1}' >"$TMP/norecords.json"
+expect_exit 3 "a report without records" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/norecords.json"
 echo '[1, 2]' >"$TMP/array.json"
 expect_exit 3 "a JSON array as the report" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/array.json"
 if [ -e "$TMP/x.html" ]; then fail "a failed render left $TMP/x.html"; else pass "no page is written on error"; fi
