@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "json_strict.h"
+#include "tensor_kind.h"
 
 /* Doubles, which cJSON stores numbers as, hold every integer up to 2^53 exactly. */
 #define JSON_EXACT_INTEGER_LIMIT 9007199254740992.0
@@ -248,19 +249,25 @@ static bool is_regular_file(const char *path)
     return stat(path, &info) == 0 && S_ISREG(info.st_mode);
 }
 
-/* Reads path and parses it with the reader its first bytes call for. */
-static int load_file(const char *path, const char *tensor_name, bool detect_npy,
+/* Reads path and parses it with the reader its first bytes call for (with detect, else as
+ * safetensors); a file neither reader takes is refused saying what it looks like. */
+static int load_file(const char *path, const char *tensor_name, bool detect,
                      struct host_tensor *out, struct audit_error *err)
 {
-    static const uint8_t npy_magic[6] = { 0x93, 'N', 'U', 'M', 'P', 'Y' };
     uint8_t *bytes = NULL;
     size_t size = 0;
     int status = tensor_read_file_bytes(path, &bytes, &size, err);
     memset(out, 0, sizeof(*out));
     if (status < 0)
         return status;
-    bool is_npy = detect_npy && size >= sizeof(npy_magic) &&
-                  memcmp(bytes, npy_magic, sizeof(npy_magic)) == 0;
+    enum tensor_kind kind = detect ? tensor_kind_sniff(bytes, size) : TENSOR_KIND_SAFETENSORS;
+    if (kind != TENSOR_KIND_NPY && kind != TENSOR_KIND_SAFETENSORS) {
+        char looks[400];
+        tensor_kind_describe(kind, bytes, size, looks, sizeof(looks));
+        status = audit_fail(err, AUDIT_EDATA, "%s: %s", path, looks);
+        goto error;
+    }
+    bool is_npy = kind == TENSOR_KIND_NPY;
     if (is_npy && tensor_name) {
         status = audit_fail(err, AUDIT_EUSAGE, "%s:%s: a .npy file holds one array; ':TENSOR' "
                             "selects a tensor of a .safetensors file", path, tensor_name);
