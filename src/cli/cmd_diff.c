@@ -54,7 +54,8 @@ static const char diff_usage[] =
     "\n"
     "exit codes: 0 no row differs; 1 some row differs; 2 usage error; 3 unreadable, corrupt\n"
     "            or mismatched captures (different record counts, rows, k or page-table\n"
-    "            layout: what could be paired is still compared and reported); 4 out of memory\n";
+    "            layout: what could be paired is still compared and reported); 4 a record\n"
+    "            over the memory cap (--max-record-bytes) or out of memory\n";
 
 enum output_format { FORMAT_TABLE, FORMAT_JSON };
 
@@ -283,23 +284,28 @@ static void input_error(cJSON *document, FILE *table, struct diff_totals *totals
 }
 
 /* Reads both captures record by record and compares the pairs, up to the end of the shorter or
- * the first read error. Returns 0, or a fatal code with err filled. */
+ * the first read error (its status in *read_status: AUDIT_ENOMEM, a record over the memory cap
+ * or out of memory, is exit 4). Returns 0, or a fatal code with err filled. */
 static int compare_captures(struct capture_reader *reader_a, struct capture_reader *reader_b,
                             const struct diff_options *options, cJSON *document, cJSON *records,
-                            FILE *table, struct diff_totals *totals, struct audit_error *err)
+                            FILE *table, struct diff_totals *totals, int *read_status,
+                            struct audit_error *err)
 {
     struct diff_scratch scratch = { 0 };
     uint64_t records_a = 0, records_b = 0;
     int status = AUDIT_OK;
+    *read_status = AUDIT_OK;
     for (;;) {
         struct capture_record a, b;
         int read_a = capture_read_record(reader_a, &a, err);
         if (read_a < 0) {
+            *read_status = read_a;
             input_error(document, table, totals, err->message);
             break;
         }
         int read_b = capture_read_record(reader_b, &b, err);
         if (read_b < 0) {
+            *read_status = read_b;
             input_error(document, table, totals, err->message);
             if (read_a > 0)
                 capture_record_free(&a);
@@ -375,8 +381,9 @@ static int run_diff(int argc, char **argv)
     }
     fprintf(table, "# diff %s (A) vs %s (B), k: %s\n", options.path_a, options.path_b,
             options.k_override ? "--k" : "each record's own");
+    int read_status;
     status = compare_captures(reader_a, reader_b, &options, document, records, table, &totals,
-                              &err);
+                              &read_status, &err);
     if (status < 0)
         goto fatal;
     table_summary(table, &totals);
@@ -398,7 +405,9 @@ static int run_diff(int argc, char **argv)
     }
     if ((status = json_write_text_atomic(options.output, text ? text : table_text, &err)) < 0)
         goto fatal;
-    if (totals.input_error || totals.mismatch)
+    if (read_status == AUDIT_ENOMEM)
+        exit_code = EXIT_DEVICE; /* the document says what was compared before it */
+    else if (totals.input_error || totals.mismatch)
         exit_code = EXIT_BAD_INPUT;
     else
         exit_code = totals.differing_rows ? EXIT_AUDIT_FAILED : EXIT_AUDIT_OK;
