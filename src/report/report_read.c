@@ -831,6 +831,14 @@ static int named_rows_matching(struct report_row_query *query, const cJSON *reco
                               query->report_path, position);
         index = (uint32_t)json_member(entry, KEY_INDEX)->valuedouble;
         *any_record = true;
+        const cJSON *payload = json_member(entry, KEY_PAYLOAD_SHA256);
+        if (query->payload && payload) {
+            if (!cJSON_IsString(payload) || !json_is_hex_hash(payload->valuestring))
+                return audit_fail(err, AUDIT_EDATA, "%s: records[%d].%s: not a lower-case hex "
+                                  "SHA-256", query->report_path, position, KEY_PAYLOAD_SHA256);
+            if ((status = query->payload(query->context, index, payload->valuestring, err)) < 0)
+                return status;
+        }
         int backend_position = 0;
         const cJSON *backends = json_member(entry, KEY_BACKENDS);
         for (const cJSON *backend = backends ? backends->child : NULL; backend;

@@ -175,11 +175,17 @@ void report_document_release(struct report_document *document);
 /* Receives one row a report names, of record (its index in the capture). */
 typedef int (*report_row_fn)(void *context, uint32_t record, uint32_t row, struct audit_error *err);
 
+/* Receives the payload_sha256 (64 lower-case hex digits) the report gives a record of the
+ * capture. */
+typedef int (*report_payload_fn)(void *context, uint32_t record, const char *payload_sha256,
+                                 struct audit_error *err);
+
 struct report_row_query {
     const char *report_path;  /* names the report in messages */
     const char *capture_path; /* the capture whose records are wanted */
     const char *backend;      /* only this backend's rows; NULL: every backend's */
     report_row_fn add;
+    report_payload_fn payload; /* optional: each matched record's payload_sha256, if it has one */
     void *context;
     /* out */
     bool schema_missing; /* the report has no "schema": read as a run report */
