@@ -26,7 +26,8 @@ extern struct cli_globals cli_globals;
 int cli_usage_error(const struct cli_command *command, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Prints the command's usage text to out. */
+/* Prints the command's usage text to out. A command does so for -h/--help only once its whole
+ * command line has parsed, as getopt tools do: an unknown option anywhere is exit 2. */
 void cli_print_usage(const struct cli_command *command, FILE *out);
 
 /* Parses a comma-separated list of unsigned integers (e.g. "512,1024,2048") into values

@@ -267,6 +267,7 @@ static int run_bench(int argc, char **argv)
     for (int i = 0; topk_backend_table[i] && i < BENCH_MAX_BACKENDS; i++)
         options.backends[options.backend_count++] = topk_backend_table[i];
     int option;
+    bool help = false;
     while ((option = getopt_long(argc, argv, "o:h", long_options, NULL)) != -1) {
         switch (option) {
         case 'b':
@@ -318,9 +319,13 @@ static int run_bench(int argc, char **argv)
             else
                 return cli_usage_error(&cmd_bench, "--format: '%s' (table or none)", optarg);
             break;
-        case 'h': cli_print_usage(&cmd_bench, stdout); return EXIT_AUDIT_OK;
+        case 'h': help = true; break;
         default: return cli_usage_error(&cmd_bench, "unknown option");
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_bench, stdout);
+        return EXIT_AUDIT_OK;
     }
     if (optind < argc)
         return cli_usage_error(&cmd_bench, "unexpected argument '%s'", argv[optind]);

@@ -199,6 +199,7 @@ static int parse_options(int argc, char **argv, struct census_options *options)
     options->k_count = sizeof(default_ks) / sizeof(default_ks[0]);
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":k:f:o:r:h", long_options, NULL)) != -1) {
         switch (option) {
         case 'k': {
@@ -235,12 +236,16 @@ static int parse_options(int argc, char **argv, struct census_options *options)
                                        "%d record indices",
                                        optarg, MAX_SELECTED_RECORDS);
             break;
-        case 'h': cli_print_usage(&cmd_census, stdout); return -1;
+        case 'h': help = true; break;
         case ':':
             return cli_usage_error(&cmd_census, "option '%s' needs a value", argv[optind - 1]);
         default:
             return cli_usage_error(&cmd_census, "unknown option '%s'", argv[optind - 1]);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_census, stdout);
+        return -1;
     }
     return EXIT_AUDIT_OK;
 }

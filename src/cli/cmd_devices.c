@@ -74,6 +74,7 @@ static int parse_options(int argc, char **argv, struct devices_options *options)
     };
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
         switch (option) {
         case 'k':
@@ -112,12 +113,16 @@ static int parse_options(int argc, char **argv, struct devices_options *options)
                 return cli_usage_error(&cmd_devices,
                                        "--emulate-smem-per-sm: '%s' is not a byte count", optarg);
             break;
-        case 'h': cli_print_usage(&cmd_devices, stdout); return -1;
+        case 'h': help = true; break;
         case ':':
             return cli_usage_error(&cmd_devices, "option '%s' needs a value", argv[optind - 1]);
         default:
             return cli_usage_error(&cmd_devices, "unknown option '%s'", argv[optind - 1]);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_devices, stdout);
+        return -1;
     }
     if (optind < argc)
         return cli_usage_error(&cmd_devices, "unexpected argument '%s'", argv[optind]);

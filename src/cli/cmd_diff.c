@@ -78,6 +78,7 @@ static int parse_options(int argc, char **argv, struct diff_options *options)
     unsigned long long value;
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":ho:", long_options, NULL)) != -1) {
         switch (option) {
         case 'k':
@@ -95,10 +96,14 @@ static int parse_options(int argc, char **argv, struct diff_options *options)
                 return cli_usage_error(&cmd_diff, "--format: '%s' is not table or json", optarg);
             break;
         case 'o': options->output = optarg; break;
-        case 'h': cli_print_usage(&cmd_diff, stdout); return -1;
+        case 'h': help = true; break;
         case ':': return cli_usage_error(&cmd_diff, "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(&cmd_diff, "unknown option '%s'", argv[optind - 1]);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_diff, stdout);
+        return -1;
     }
     if (argc - optind != 2)
         return cli_usage_error(&cmd_diff, "expected two capture files A.bin B.bin, got %d",

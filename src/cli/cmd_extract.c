@@ -91,6 +91,7 @@ static int parse_options(int argc, char **argv, struct extract_options *options)
     };
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":ho:", long_options, NULL)) != -1) {
         switch (option) {
         case OPT_RECORDS: options->records_text = optarg; break;
@@ -99,11 +100,15 @@ static int parse_options(int argc, char **argv, struct extract_options *options)
         case OPT_BACKEND: options->backend = optarg; break;
         case OPT_COMPRESS: options->compress = true; break;
         case 'o': options->output = optarg; break;
-        case 'h': cli_print_usage(&cmd_extract, stdout); return -1;
+        case 'h': help = true; break;
         case ':':
             return cli_usage_error(&cmd_extract, "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(&cmd_extract, "unknown option '%s'", argv[optind - 1]);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_extract, stdout);
+        return -1;
     }
     if (argc - optind != 1)
         return cli_usage_error(&cmd_extract, "expected one input capture IN.bin, got %d",

@@ -85,6 +85,7 @@ static int parse_options(int argc, char **argv, struct gate_command_options *opt
     struct tm utc;
     if (gmtime_r(&clock, &utc))
         strftime(options->now, sizeof(options->now), "%Y-%m-%dT%H:%M:%SZ", &utc);
+    bool help = false;
     while ((option = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
         switch (option) {
         case OPTION_BASELINE: options->baseline_path = optarg; break;
@@ -108,9 +109,13 @@ static int parse_options(int argc, char **argv, struct gate_command_options *opt
                                                   "time YYYY-MM-DDTHH:MM:SSZ (UTC) that exists",
                                        optarg);
             break;
-        case 'h': cli_print_usage(&cmd_gate, stdout); return EXIT_AUDIT_OK;
+        case 'h': help = true; break;
         default: return cli_usage_error(&cmd_gate, "unknown option (see --help)");
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_gate, stdout);
+        return EXIT_AUDIT_OK;
     }
     if (!options->baseline_path || !*options->baseline_path)
         return cli_usage_error(&cmd_gate, "--baseline FILE is required");

@@ -97,6 +97,7 @@ static int parse_options(int argc, char **argv, struct import_options *options)
     };
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":ho:", long_options, NULL)) != -1) {
         switch (option) {
         case OPT_SCORES: options->scores = optarg; break;
@@ -123,12 +124,16 @@ static int parse_options(int argc, char **argv, struct import_options *options)
                                        optarg);
             options->page_size_given = true;
             break;
-        case 'h': cli_print_usage(&cmd_import, stdout); return -1;
+        case 'h': help = true; break;
         case ':':
             return cli_usage_error(&cmd_import, "option '%s' needs a value", argv[optind - 1]);
         default:
             return cli_usage_error(&cmd_import, "unknown option '%s'", argv[optind - 1]);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_import, stdout);
+        return -1;
     }
     if (optind < argc)
         return cli_usage_error(&cmd_import, "unexpected argument '%s'", argv[optind]);

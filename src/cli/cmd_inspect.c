@@ -205,6 +205,7 @@ static int parse_options(int argc, char **argv, struct inspect_options *options)
     };
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":ho:", long_options, NULL)) != -1) {
         switch (option) {
         case 'v': options->verify = true; break;
@@ -217,12 +218,16 @@ static int parse_options(int argc, char **argv, struct inspect_options *options)
                 return cli_usage_error(&cmd_inspect, "--format: '%s' is not table or json", optarg);
             break;
         case 'o': options->output_path = optarg; break;
-        case 'h': cli_print_usage(&cmd_inspect, stdout); return -1;
+        case 'h': help = true; break;
         case ':':
             return cli_usage_error(&cmd_inspect, "option '%s' needs a value", argv[optind - 1]);
         default:
             return cli_usage_error(&cmd_inspect, "unknown option '%s'", argv[optind - 1]);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_inspect, stdout);
+        return -1;
     }
     if (optind >= argc)
         return cli_usage_error(&cmd_inspect, "no capture file given");

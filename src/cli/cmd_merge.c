@@ -1,6 +1,7 @@
 /* merge: joins the shard reports of `run --shard I/N` into one report (docs/REPORT.md
  * "Sharding"). The joining lives in src/gate/gate_merge.c (gate_merge_reports). */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ static int run_merge(int argc, char **argv)
     const char *out_path = NULL;
     bool quiet = false;
     int option;
+    bool help = false;
     while ((option = getopt_long(argc, argv, "o:h", long_options, NULL)) != -1) {
         switch (option) {
         case 'o':
@@ -51,9 +53,13 @@ static int run_merge(int argc, char **argv)
             out_path = optarg;
             break;
         case OPTION_QUIET: quiet = true; break;
-        case 'h': cli_print_usage(&cmd_merge, stdout); return EXIT_AUDIT_OK;
+        case 'h': help = true; break;
         default: return cli_usage_error(&cmd_merge, "unknown option (see --help)");
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_merge, stdout);
+        return EXIT_AUDIT_OK;
     }
     if (!out_path)
         return cli_usage_error(&cmd_merge, "-o OUT.json is required");

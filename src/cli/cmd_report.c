@@ -55,15 +55,20 @@ static int parse_options(int argc, char **argv, struct report_options *options)
     };
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":g:o:h", long_options, NULL)) != -1) {
         switch (option) {
         case 'g': options->gate_path = optarg; break;
         case 'o': options->output_path = optarg; break;
-        case 'h': cli_print_usage(&cmd_report, stdout); return -1;
+        case 'h': help = true; break;
         case ':':
             return cli_usage_error(&cmd_report, "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(&cmd_report, "unknown option '%s'", argv[optind - 1]);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_report, stdout);
+        return -1;
     }
     if (argc - optind != 1)
         return cli_usage_error(&cmd_report, "expected one REPORT.json, got %d arguments",

@@ -320,6 +320,7 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
     unsigned long long value;
     int option;
     set_defaults(options);
+    bool help = false;
     while ((option = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
         switch (option) {
         case OPTION_BACKENDS:
@@ -421,9 +422,13 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
                 return cli_usage_error(&cmd_run, "--format: '%s' is not table or none", optarg);
             break;
         case OPTION_QUIET: options->quiet = true; break;
-        case 'h': cli_print_usage(&cmd_run, stdout); return EXIT_AUDIT_OK;
+        case 'h': help = true; break;
         default: return cli_usage_error(&cmd_run, "unknown option (see --help)");
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_run, stdout);
+        return EXIT_AUDIT_OK;
     }
     if (options->device_given && options->devices_text)
         return cli_usage_error(&cmd_run, "--device and --devices exclude each other");

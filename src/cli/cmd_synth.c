@@ -199,6 +199,7 @@ static int run_synth(int argc, char **argv)
     const char *output = NULL;
     int option;
     opterr = 0; /* our own messages name the option */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":f:b:L:k:s:zao:h", options, NULL)) != -1) {
         unsigned long long value = 0;
         const char *name = NULL;
@@ -210,7 +211,7 @@ static int run_synth(int argc, char **argv)
         case 'o': output = optarg; continue;
         case OPTION_LIST: list = true; continue;
         case OPTION_REPAIR_TAIL: repair_tail = true; continue;
-        case 'h': cli_print_usage(&cmd_synth, stdout); return EXIT_AUDIT_OK;
+        case 'h': help = true; continue;
         case 's':
             if (cli_parse_uint(optarg, UINT64_C(1) << 53, &value) < 0)
                 return cli_usage_error(&cmd_synth, "--seed: '%s' is not an integer in [0, 2^53]",
@@ -262,6 +263,10 @@ static int run_synth(int argc, char **argv)
             return cli_usage_error(&cmd_synth, "%s: '%s' is not an unsigned 32-bit integer", name,
                                    optarg);
         *target = (uint32_t)value;
+    }
+    if (help) {
+        cli_print_usage(&cmd_synth, stdout);
+        return EXIT_AUDIT_OK;
     }
     if (optind < argc)
         return cli_usage_error(&cmd_synth, "unexpected argument '%s'", argv[optind]);

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,11 +62,12 @@ static void remember_command_line(int argc, char **argv)
 int cli_usage_error(const struct cli_command *command, const char *format, ...)
 {
     va_list args;
-    fprintf(stderr, "dsatopk-audit %s: ", command ? command->name : "");
+    fprintf(stderr, "dsatopk-audit%s%s: ", command ? " " : "", command ? command->name : "");
     va_start(args, format);
     vfprintf(stderr, format, args);
     va_end(args);
-    fprintf(stderr, "\n(see: dsatopk-audit help %s)\n", command ? command->name : "");
+    fprintf(stderr, "\n(see: dsatopk-audit %s%s)\n", command ? "help " : "--help",
+            command ? command->name : "");
     return EXIT_USAGE;
 }
 
@@ -144,7 +146,7 @@ static void print_help(FILE *out)
 {
     fprintf(out,
             "usage: dsatopk-audit [global options] <command> [options]\n"
-            "       dsatopk-audit help <command> | --help | --version\n\n"
+            "       dsatopk-audit help [<command>] | --help [<command>] | --version\n\n"
             "A determinism auditor and replay tool for DSA top-k selection kernels.\n\n"
             "global options:\n"
             "  --emulate-smem-per-sm BYTES  run and devices: act as if each SM had this much\n"
@@ -157,6 +159,16 @@ static void print_help(FILE *out)
         fprintf(out, "  %-10s %s\n", command_table[i]->name, command_table[i]->summary);
     fprintf(out, "\nexit codes: 0 ok, 1 audit or gate failure, 2 usage error, 3 bad input data,\n"
                  "            4 device or runtime failure\n");
+}
+
+/* help COMMAND, --help COMMAND. */
+static int print_command_help(const char *name)
+{
+    const struct cli_command *command = find_command(name);
+    if (!command)
+        return cli_usage_error(NULL, "no command '%s'", name);
+    cli_print_usage(command, stdout);
+    return EXIT_AUDIT_OK;
 }
 
 int main(int argc, char **argv)
@@ -177,11 +189,12 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     int option;
+    bool help = false, version = false;
     /* "+": stop at the first non-option, the command name. */
     while ((option = getopt_long(argc, argv, "+hV", global_options, NULL)) != -1) {
         switch (option) {
-        case 'h': print_help(stdout); return EXIT_AUDIT_OK;
-        case 'V': printf("dsatopk-audit %s\n", cli_version()); return EXIT_AUDIT_OK;
+        case 'h': help = true; break;
+        case 'V': version = true; break;
         case 'E':
             if (cli_parse_uint(optarg, 1ull << 32, &cli_globals.emulate_smem_per_sm) < 0)
                 return cli_usage_error(NULL, "--emulate-smem-per-sm: '%s' is not a byte count",
@@ -198,6 +211,21 @@ int main(int argc, char **argv)
         default: print_help(stderr); return EXIT_USAGE;
         }
     }
+    /* After every global option is parsed: an unknown one is exit 2 wherever it is. --help
+     * COMMAND is help COMMAND; anything else after --help or --version is refused, not ignored. */
+    if (help && optind + 1 == argc)
+        return print_command_help(argv[optind]);
+    if ((help || version) && optind < argc)
+        return cli_usage_error(NULL, "%s takes no argument ('%s')",
+                               help ? "--help" : "--version", argv[optind]);
+    if (help) {
+        print_help(stdout);
+        return EXIT_AUDIT_OK;
+    }
+    if (version) {
+        printf("dsatopk-audit %s\n", cli_version());
+        return EXIT_AUDIT_OK;
+    }
     if (optind >= argc) {
         print_help(stderr);
         return EXIT_USAGE;
@@ -208,13 +236,10 @@ int main(int argc, char **argv)
             print_help(stdout);
             return EXIT_AUDIT_OK;
         }
-        const struct cli_command *command = find_command(argv[optind + 1]);
-        if (!command) {
-            fprintf(stderr, "dsatopk-audit: no command '%s'\n", argv[optind + 1]);
-            return EXIT_USAGE;
-        }
-        cli_print_usage(command, stdout);
-        return EXIT_AUDIT_OK;
+        if (optind + 2 < argc)
+            return cli_usage_error(NULL, "help takes one command ('%s' is one too many)",
+                                   argv[optind + 2]);
+        return print_command_help(argv[optind + 1]);
     }
     const struct cli_command *command = find_command(name);
     if (!command) {
