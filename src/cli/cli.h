@@ -26,6 +26,12 @@ extern struct cli_globals cli_globals;
 int cli_usage_error(const struct cli_command *command, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Prints "dsatopk-audit NAME: message" to stderr. Every message of a command goes through here
+ * or cli_usage_error: the message is escaped for the terminal (src/common/terminal_text.h), as
+ * it may quote paths and JSON strings. */
+void cli_print_message(const struct cli_command *command, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Prints the command's usage text to out. A command does so for -h/--help only once its whole
  * command line has parsed, as getopt tools do: an unknown option anywhere is exit 2. */
 void cli_print_usage(const struct cli_command *command, FILE *out);

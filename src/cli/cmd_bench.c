@@ -94,7 +94,7 @@ static int parse_backends(const char *text, struct bench_command_options *option
          name = strtok_r(NULL, ",", &save)) {
         const struct topk_backend *backend = topk_backend_find(name);
         if (!backend || options->backend_count >= BENCH_MAX_BACKENDS) {
-            fprintf(stderr, "dsatopk-audit bench: --backends: no backend '%s'\n", name);
+            cli_print_message(&cmd_bench, "--backends: no backend '%s'", name);
             return -1;
         }
         options->backends[options->backend_count++] = backend;
@@ -192,7 +192,7 @@ static void on_result(void *user, const struct bench_result *result)
             print_row(name, result->family, result->shape, "error", NULL, 0);
         /* A lost device ends the bench with this error, which run_bench reports. */
         if (!result->device_lost)
-            fprintf(stderr, "dsatopk-audit bench: %s: %s\n", name, result->reason);
+            cli_print_message(&cmd_bench, "%s: %s", name, result->reason);
         return;
     }
     if (table)
@@ -233,7 +233,7 @@ static int bench(const struct bench_command_options *options)
     if (status == AUDIT_OK)
         status = json_write_file(options->out_path, front.document, &err);
     if (status != AUDIT_OK)
-        fprintf(stderr, "dsatopk-audit bench: %s\n", err.message);
+        cli_print_message(&cmd_bench, "%s", err.message);
     cJSON_Delete(front.document);
     return status;
 }
@@ -268,7 +268,8 @@ static int run_bench(int argc, char **argv)
         options.backends[options.backend_count++] = topk_backend_table[i];
     int option;
     bool help = false;
-    while ((option = getopt_long(argc, argv, "o:h", long_options, NULL)) != -1) {
+    opterr = 0; /* messages come from cli_usage_error */
+    while ((option = getopt_long(argc, argv, ":o:h", long_options, NULL)) != -1) {
         switch (option) {
         case 'b':
             if (parse_backends(optarg, &options) < 0)
@@ -320,7 +321,9 @@ static int run_bench(int argc, char **argv)
                 return cli_usage_error(&cmd_bench, "--format: '%s' (table or none)", optarg);
             break;
         case 'h': help = true; break;
-        default: return cli_usage_error(&cmd_bench, "unknown option");
+        case ':':
+            return cli_usage_error(&cmd_bench, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(&cmd_bench, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (help) {

@@ -20,6 +20,7 @@
 #include "document_context.h"
 #include "error.h"
 #include "json_util.h"
+#include "terminal_text.h"
 
 #define MAX_KS 64
 #define MAX_SELECTED_RECORDS 4096
@@ -82,16 +83,18 @@ static int census_file(cJSON *document, const char *path,
     if (outcome.status < 0) {
         if (audit_exit_code(outcome.status) > audit_exit_code(totals->worst_status))
             totals->worst_status = outcome.status;
-        fprintf(stderr, "dsatopk-audit census: %s\n", outcome.message);
+        cli_print_message(&cmd_census, "%s", outcome.message);
         if (outcome.opened)
-            fprintf(stderr, "dsatopk-audit census: %s: reported the records before record %" PRIu32
-                    " (byte %" PRIu64 ")\n", path, outcome.next_record, outcome.next_offset);
+            cli_print_message(&cmd_census,
+                              "%s: reported the records before record %" PRIu32 " (byte %" PRIu64
+                              ")",
+                              path, outcome.next_record, outcome.next_offset);
         return AUDIT_OK;
     }
     for (size_t i = 0; i < selection->record_count; i++)
         if (!seen[i])
-            fprintf(stderr, "dsatopk-audit census: %s: no record %llu (the file has %" PRIu32
-                    ")\n", path, selection->records[i], outcome.next_record);
+            cli_print_message(&cmd_census, "%s: no record %llu (the file has %" PRIu32 ")", path,
+                              selection->records[i], outcome.next_record);
     return AUDIT_OK;
 }
 
@@ -128,7 +131,7 @@ static void print_table(FILE *out, const cJSON *document)
     cJSON_ArrayForEach(file, cJSON_GetObjectItemCaseSensitive(document, "files")) {
         const cJSON *records = cJSON_GetObjectItemCaseSensitive(file, "records");
         fprintf(out, "# %s: %d records, %s\n",
-                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, "path")),
+                terminal_safe(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, "path"))),
                 cJSON_GetArraySize(records),
                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, "status")));
         if (cJSON_GetArraySize(records) > 0)
@@ -175,8 +178,8 @@ static void print_table(FILE *out, const cJSON *document)
         }
         const cJSON *error = cJSON_GetObjectItemCaseSensitive(file, "error");
         if (cJSON_IsObject(error))
-            fprintf(out, "# %s\n",
-                    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, "message")));
+            fprintf(out, "# %s\n", terminal_safe(cJSON_GetStringValue(
+                                        cJSON_GetObjectItemCaseSensitive(error, "message"))));
     }
     fprintf(out, "# k* is the record's own k; underdet, zero-bnd, ovf: rows/rows of the record\n");
 }
@@ -301,14 +304,14 @@ static int run_census(int argc, char **argv)
     if (!text)
         goto out_of_memory;
     if (json_write_text_atomic(options.output_path, text, &err) != AUDIT_OK) {
-        fprintf(stderr, "dsatopk-audit census: %s\n", err.message);
+        cli_print_message(&cmd_census, "%s", err.message);
         exit_code = audit_exit_code(err.code);
         goto done;
     }
     exit_code = audit_exit_code(totals.worst_status);
     goto done;
 out_of_memory:
-    fprintf(stderr, "dsatopk-audit census: out of memory\n");
+    cli_print_message(&cmd_census, "out of memory");
     exit_code = EXIT_DEVICE;
 done:
     if (globbed)

@@ -269,7 +269,7 @@ static int run_devices(int argc, char **argv)
 
     int status = gpu_device_count(&device_count, why, sizeof(why));
     if (status != 0) {
-        fprintf(stderr, "dsatopk-audit devices: counting CUDA devices failed: %s\n", why);
+        cli_print_message(&cmd_devices, "counting CUDA devices failed: %s", why);
         return EXIT_DEVICE;
     }
     /* Both answer without a driver: the runtime is linked in, the driver reports 0 if absent. */
@@ -300,7 +300,7 @@ static int run_devices(int argc, char **argv)
     for (int ordinal = 0; ordinal < device_count; ordinal++) {
         struct gpu_device_info info;
         if (gpu_device_query(ordinal, options.emulate_smem_per_sm, &info, &err) != 0) {
-            fprintf(stderr, "dsatopk-audit devices: %s\n", err.message);
+            cli_print_message(&cmd_devices, "%s", err.message);
             exit_code = EXIT_DEVICE;
             goto done;
         }
@@ -325,14 +325,14 @@ static int run_devices(int argc, char **argv)
     if (!text)
         goto out_of_memory;
     if (json_write_text_atomic("-", text, &err) != AUDIT_OK) {
-        fprintf(stderr, "dsatopk-audit devices: %s\n", err.message);
+        cli_print_message(&cmd_devices, "%s", err.message);
         exit_code = EXIT_BAD_INPUT;
         goto done;
     }
     exit_code = EXIT_AUDIT_OK;
     goto done;
 out_of_memory:
-    fprintf(stderr, "dsatopk-audit devices: out of memory\n");
+    cli_print_message(&cmd_devices, "out of memory");
     exit_code = EXIT_DEVICE;
 done:
     free(text);

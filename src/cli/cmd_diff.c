@@ -23,6 +23,7 @@
 #include "error.h"
 #include "json_util.h"
 #include "selection.h"
+#include "terminal_text.h"
 /* Differing rows the table lists per record; the JSON lists them all. */
 #define TABLE_ROWS_PER_RECORD 20
 
@@ -282,8 +283,8 @@ static void table_summary(FILE *table, const struct diff_totals *totals)
 static void input_error(cJSON *document, FILE *table, struct diff_totals *totals,
                         const char *message)
 {
-    fprintf(stderr, "dsatopk-audit diff: %s\n", message);
-    fprintf(table, "input error: %s\n", message);
+    cli_print_message(&cmd_diff, "%s", message);
+    fprintf(table, "input error: %s\n", terminal_safe(message));
     (void)diff_json_add_input_error(document, message);
     totals->input_error = true;
 }
@@ -370,7 +371,7 @@ static int run_diff(int argc, char **argv)
 
     if ((status = capture_open(&reader_a, options.path_a, &err)) < 0 ||
         (status = capture_open(&reader_b, options.path_b, &err)) < 0) {
-        fprintf(stderr, "dsatopk-audit diff: %s\n", err.message);
+        cli_print_message(&cmd_diff, "%s", err.message);
         exit_code = audit_exit_code(status);
         goto done;
     }
@@ -384,8 +385,8 @@ static int run_diff(int argc, char **argv)
         status = audit_fail(&err, AUDIT_ENOMEM, "out of memory");
         goto fatal;
     }
-    fprintf(table, "# diff %s (A) vs %s (B), k: %s\n", options.path_a, options.path_b,
-            options.k_override ? "--k" : "each record's own");
+    fprintf(table, "# diff %s (A) vs %s (B), k: %s\n", terminal_safe(options.path_a),
+            terminal_safe(options.path_b), options.k_override ? "--k" : "each record's own");
     int read_status;
     status = compare_captures(reader_a, reader_b, &options, document, records, table, &totals,
                               &read_status, &err);
@@ -418,7 +419,7 @@ static int run_diff(int argc, char **argv)
         exit_code = totals.differing_rows ? EXIT_AUDIT_FAILED : EXIT_AUDIT_OK;
     goto done;
 fatal:
-    fprintf(stderr, "dsatopk-audit diff: %s\n", err.message);
+    cli_print_message(&cmd_diff, "%s", err.message);
     exit_code = audit_exit_code(status);
 done:
     if (table)

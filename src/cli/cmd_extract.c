@@ -21,6 +21,7 @@
 #include "output_file.h"
 #include "report_read.h"
 #include "selection.h"
+#include "terminal_text.h"
 
 static const char extract_usage[] =
     "usage: dsatopk-audit extract IN.bin [--records LIST] [--rows LIST] -o OUT.bin\n"
@@ -207,10 +208,10 @@ static int read_report(const struct extract_options *options, struct row_pairs *
         return status;
     status = report_rows_named(report, &query, err);
     if (query.schema_missing)
-        fprintf(stderr,
-                "dsatopk-audit extract: %s: no \"%s\" field; reading it as a run "
-                "report\n",
-                options->report, KEY_SCHEMA);
+        cli_print_message(&cmd_extract,
+                          "%s: no \"%s\" field; reading it as a run "
+                          "report",
+                          options->report, KEY_SCHEMA);
     if (status == AUDIT_OK && pairs->count > 1) {
         /* Sort and drop duplicates (a row can flap on several backends). */
         uint64_t *p = pairs->pairs;
@@ -468,7 +469,8 @@ static int extract(const struct extract_options *options, struct audit_error *er
     if (status < 0)
         goto done;
     printf("extract: wrote %" PRIu64 " record%s (%" PRIu64 " rows) of %s to %s\n", written_records,
-           written_records == 1 ? "" : "s", written_rows, options->input, options->output);
+           written_records == 1 ? "" : "s", written_rows, terminal_safe(options->input),
+           terminal_safe(options->output));
     status = AUDIT_OK;
 done:
     output_file_discard(out);
@@ -492,7 +494,7 @@ static int run_extract(int argc, char **argv)
         return exit_code;
     int status = extract(&options, &err);
     if (status < 0) {
-        fprintf(stderr, "dsatopk-audit extract: %s\n", err.message);
+        cli_print_message(&cmd_extract, "%s", err.message);
         return audit_exit_code(status);
     }
     return EXIT_AUDIT_OK;

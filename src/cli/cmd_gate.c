@@ -15,6 +15,7 @@
 #include "gate.h"
 #include "json_util.h"
 #include "report.h"
+#include "terminal_text.h"
 #include "version.h"
 
 /* Reasons and rows shown per entry in the table (the verdict JSON has them all). */
@@ -86,7 +87,8 @@ static int parse_options(int argc, char **argv, struct gate_command_options *opt
     if (gmtime_r(&clock, &utc))
         strftime(options->now, sizeof(options->now), "%Y-%m-%dT%H:%M:%SZ", &utc);
     bool help = false;
-    while ((option = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+    opterr = 0; /* messages come from cli_usage_error */
+    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
         switch (option) {
         case OPTION_BASELINE: options->baseline_path = optarg; break;
         case OPTION_POLICY: options->policy_path = optarg; break;
@@ -110,7 +112,9 @@ static int parse_options(int argc, char **argv, struct gate_command_options *opt
                                        optarg);
             break;
         case 'h': help = true; break;
-        default: return cli_usage_error(&cmd_gate, "unknown option (see --help)");
+        case ':':
+            return cli_usage_error(&cmd_gate, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(&cmd_gate, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (help) {
@@ -127,10 +131,12 @@ static int parse_options(int argc, char **argv, struct gate_command_options *opt
 
 /* ---- table ---------------------------------------------------------------------------------- */
 
+/* A string of the verdict as the table shows it: escaped for the terminal (terminal_text.h;
+ * at most TERMINAL_SAFE_SLOTS of them in use at once). */
 static const char *string_of(const cJSON *object, const char *key, const char *fallback)
 {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
-    return cJSON_IsString(item) ? item->valuestring : fallback;
+    return cJSON_IsString(item) ? terminal_safe(item->valuestring) : fallback;
 }
 
 static double number_of(const cJSON *object, const char *key)
@@ -188,7 +194,7 @@ static void print_entry(FILE *out, const cJSON *entry)
                     cJSON_GetArraySize(reasons));
             break;
         }
-        fprintf(out, shown ? "  %-64s %s\n" : "%s %s\n", "", reason->valuestring);
+        fprintf(out, shown ? "  %-64s %s\n" : "%s %s\n", "", terminal_safe(reason->valuestring));
         shown++;
     }
     if (shown == 0)
@@ -198,7 +204,7 @@ static void print_entry(FILE *out, const cJSON *entry)
     cJSON_ArrayForEach(note, cJSON_GetObjectItemCaseSensitive(entry, KEY_NOTES)) {
         if (shown++ == GATE_TABLE_REASONS)
             break;
-        fprintf(out, "  %-64s note: %s\n", "", note->valuestring);
+        fprintf(out, "  %-64s note: %s\n", "", terminal_safe(note->valuestring));
     }
     print_rows(out, cJSON_GetObjectItemCaseSensitive(entry, KEY_ROWS));
 }
@@ -229,9 +235,9 @@ static void print_table(FILE *out, const cJSON *verdict, const char *verdict_pat
                 number_of(summary, gate_status_name(GATE_MISSING)));
         const cJSON *reason;
         cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(report, KEY_REPORT_REASONS))
-            fprintf(out, "  %-10s %s\n", "REPORT", reason->valuestring);
+            fprintf(out, "  %-10s %s\n", "REPORT", terminal_safe(reason->valuestring));
         cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(report, KEY_REPORT_NOTES))
-            fprintf(out, "  %-10s %s (allowed by the policy)\n", "NOTE", reason->valuestring);
+            fprintf(out, "  %-10s %s (allowed by the policy)\n", "NOTE", terminal_safe(reason->valuestring));
         const cJSON *entry;
         cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(report, KEY_ENTRIES))
             if (strcmp(string_of(entry, KEY_STATUS, gate_status_name(GATE_PASS)),
@@ -258,7 +264,7 @@ static void print_table(FILE *out, const cJSON *verdict, const char *verdict_pat
             number_of(summary, gate_status_name(GATE_PASS)), number_of(summary, KEY_ENTRIES),
             number_of(summary, KEY_REPORTS), number_of(summary, KEY_FAILING_REPORTS));
     if (verdict_path)
-        fprintf(out, "# verdict: %s\n", verdict_path);
+        fprintf(out, "# verdict: %s\n", terminal_safe(verdict_path));
 }
 
 /* ---- command -------------------------------------------------------------------------------- */
@@ -329,7 +335,7 @@ static int run_gate(int argc, char **argv)
                     verdict_on_stdout ? NULL : options.out_path);
     goto done;
 failed:
-    fprintf(stderr, "dsatopk-audit gate: %s\n", err.message);
+    cli_print_message(&cmd_gate, "%s", err.message);
     exit_code = audit_exit_code(err.code);
 done:
     cJSON_Delete(verdict);

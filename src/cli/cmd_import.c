@@ -21,6 +21,7 @@
 #include "json_util.h"
 #include "npy.h"
 #include "safetensors.h"
+#include "terminal_text.h"
 
 static const char import_usage[] =
     "usage: dsatopk-audit import --scores FILE --k K -o OUT.bin [options]\n"
@@ -67,7 +68,7 @@ struct import_options {
 
 static int fail(int status, const struct audit_error *err)
 {
-    fprintf(stderr, "dsatopk-audit import: %s\n", err->message);
+    cli_print_message(&cmd_import, "%s", err->message);
     return audit_exit_code(status);
 }
 
@@ -326,7 +327,8 @@ static int write_record(const struct import_options *options, const struct captu
     int status = capture_append(options->output, record, &append, &tail, err);
     if (status == AUDIT_OK && tail.state != CAPTURE_READ_END)
         printf("import: %s: cut the damaged tail (%s) back to %" PRIu32 " record%s, %" PRIu64
-               " bytes\n", options->output, tail.problem, tail.records,
+               " bytes\n",
+               terminal_safe(options->output), tail.problem, tail.records,
                tail.records == 1 ? "" : "s", tail.intact_bytes);
     return status;
 }
@@ -444,7 +446,7 @@ static int import_record(const struct import_options *options, struct audit_erro
            options->append ? "appended a record of" : "wrote a record of", record.rows,
            record.row_stride, record.k, record.row_starts ? ", row starts" : "",
            record.page_table ? ", page table" : "", record.engine_indices ? ", engine indices" : "",
-           options->compress ? ", compressed" : "", options->output);
+           options->compress ? ", compressed" : "", terminal_safe(options->output));
 done:
     cJSON_free(metadata_text);
     cJSON_Delete(metadata);

@@ -45,7 +45,8 @@ static int run_merge(int argc, char **argv)
     bool quiet = false;
     int option;
     bool help = false;
-    while ((option = getopt_long(argc, argv, "o:h", long_options, NULL)) != -1) {
+    opterr = 0; /* messages come from cli_usage_error */
+    while ((option = getopt_long(argc, argv, ":o:h", long_options, NULL)) != -1) {
         switch (option) {
         case 'o':
             if (!*optarg)
@@ -54,7 +55,9 @@ static int run_merge(int argc, char **argv)
             break;
         case OPTION_QUIET: quiet = true; break;
         case 'h': help = true; break;
-        default: return cli_usage_error(&cmd_merge, "unknown option (see --help)");
+        case ':':
+            return cli_usage_error(&cmd_merge, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(&cmd_merge, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (help) {
@@ -88,8 +91,8 @@ static int run_merge(int argc, char **argv)
         goto failed;
     if (missing) {
         const cJSON *reason = cJSON_GetObjectItemCaseSensitive(merged, KEY_STOP_REASON);
-        fprintf(stderr, "dsatopk-audit merge: warning: %s; the merged report is incomplete\n",
-                cJSON_IsString(reason) ? reason->valuestring : "shards missing");
+        cli_print_message(&cmd_merge, "warning: %s; the merged report is incomplete",
+                          cJSON_IsString(reason) ? reason->valuestring : "shards missing");
     }
     if (!quiet) {
         const cJSON *summary = cJSON_GetObjectItemCaseSensitive(merged, KEY_SUMMARY);
@@ -107,7 +110,7 @@ static int run_merge(int argc, char **argv)
     }
     goto done;
 failed:
-    fprintf(stderr, "dsatopk-audit merge: %s\n", err.message);
+    cli_print_message(&cmd_merge, "%s", err.message);
     exit_code = audit_exit_code(err.code);
 done:
     cJSON_Delete(merged);

@@ -145,9 +145,9 @@ static int run_report(int argc, char **argv)
     if (status == AUDIT_OK)
         status = html_report_write(options.output_path, report, verdict, &err);
     if (status != AUDIT_OK)
-        fprintf(stderr, "dsatopk-audit report: %s\n", err.message);
+        cli_print_message(&cmd_report, "%s", err.message);
     else if (strcmp(options.output_path, "-") != 0)
-        fprintf(stderr, "dsatopk-audit report: wrote %s\n", options.output_path);
+        cli_print_message(&cmd_report, "wrote %s", options.output_path);
     cJSON_Delete(report);
     cJSON_Delete(verdict);
     return status == AUDIT_OK ? EXIT_AUDIT_OK : audit_exit_code(status);

@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "error.h"
 #include "synth.h"
+#include "terminal_text.h"
 
 static const char synth_usage[] =
     "usage: dsatopk-audit synth --family F [options] -o FILE\n"
@@ -323,16 +324,16 @@ static int run_synth(int argc, char **argv)
         goto error;
     if (tail.state != CAPTURE_READ_END)
         printf("%s: cut the damaged tail (%s) back to %" PRIu32 " record%s, %" PRIu64 " bytes\n",
-               output, tail.problem, tail.records, tail.records == 1 ? "" : "s",
+               terminal_safe(output), tail.problem, tail.records, tail.records == 1 ? "" : "s",
                tail.intact_bytes);
-    printf("%s: %s %s, %u rows x %u, k %u, seed %llu%s\n", output,
+    printf("%s: %s %s, %u rows x %u, k %u, seed %llu%s\n", terminal_safe(output),
            append ? "appended" : "wrote", params.family, record.rows, params.length, record.k,
            (unsigned long long)params.seed, compress ? ", zlib" : "");
     capture_record_free(&record);
     return EXIT_AUDIT_OK;
 error:
     capture_record_free(&record);
-    fprintf(stderr, "dsatopk-audit synth: %s\n", err.message);
+    cli_print_message(&cmd_synth, "%s", err.message);
     return audit_exit_code(status);
 }
 

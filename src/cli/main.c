@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "error.h"
 #include "hash.h"
+#include "terminal_text.h"
 #include "version.h"
 
 static const struct cli_command *const command_table[] = {
@@ -59,16 +60,35 @@ static void remember_command_line(int argc, char **argv)
         command_line[sizeof(command_line) - 1] = '\0';
 }
 
+/* "dsatopk-audit[ NAME]: MESSAGE", the message escaped for the terminal (terminal_text.h). */
+static void print_message(const struct cli_command *command, const char *format, va_list args)
+{
+    char *text = NULL;
+    fprintf(stderr, "dsatopk-audit%s%s: ", command ? " " : "", command ? command->name : "");
+    if (vasprintf(&text, format, args) < 0)
+        text = NULL;
+    terminal_fputs(text ? text : format, stderr);
+    fputc('\n', stderr);
+    free(text);
+}
+
 int cli_usage_error(const struct cli_command *command, const char *format, ...)
 {
     va_list args;
-    fprintf(stderr, "dsatopk-audit%s%s: ", command ? " " : "", command ? command->name : "");
     va_start(args, format);
-    vfprintf(stderr, format, args);
+    print_message(command, format, args);
     va_end(args);
-    fprintf(stderr, "\n(see: dsatopk-audit %s%s)\n", command ? "help " : "--help",
+    fprintf(stderr, "(see: dsatopk-audit %s%s)\n", command ? "help " : "--help",
             command ? command->name : "");
     return EXIT_USAGE;
+}
+
+void cli_print_message(const struct cli_command *command, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    print_message(command, format, args);
+    va_end(args);
 }
 
 void cli_print_usage(const struct cli_command *command, FILE *out)
@@ -190,8 +210,9 @@ int main(int argc, char **argv)
     };
     int option;
     bool help = false, version = false;
-    /* "+": stop at the first non-option, the command name. */
-    while ((option = getopt_long(argc, argv, "+hV", global_options, NULL)) != -1) {
+    /* "+": stop at the first non-option, the command name; ":": missing values reported here. */
+    opterr = 0;
+    while ((option = getopt_long(argc, argv, "+:hV", global_options, NULL)) != -1) {
         switch (option) {
         case 'h': help = true; break;
         case 'V': version = true; break;
@@ -208,7 +229,8 @@ int main(int argc, char **argv)
             capture_set_max_record_bytes(bytes);
             break;
         }
-        default: print_help(stderr); return EXIT_USAGE;
+        case ':': return cli_usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
         }
     }
     /* After every global option is parsed: an unknown one is exit 2 wherever it is. --help
@@ -243,8 +265,7 @@ int main(int argc, char **argv)
     }
     const struct cli_command *command = find_command(name);
     if (!command) {
-        fprintf(stderr, "dsatopk-audit: no command '%s' (see: dsatopk-audit --help)\n", name);
-        return EXIT_USAGE;
+        return cli_usage_error(NULL, "no command '%s'", name);
     }
     int command_argc = argc - optind;
     char **command_argv = argv + optind;

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 #define SCHEMA_VERSION_KEY "schema_version"
 #define SCHEMA_VERSION_DIGITS 6
 #define PATH_BYTES 320
@@ -228,36 +230,6 @@ static void skip_space(struct scanner *s)
         s->at++;
 }
 
-/* The length of the well-formed UTF-8 sequence at p (Unicode table 3-7), 0 if there is none. */
-static size_t utf8_length(const unsigned char *p, size_t available)
-{
-    unsigned char c = p[0];
-    size_t length;
-    unsigned char low = 0x80, high = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF)
-        length = 2;
-    else if (c >= 0xE0 && c <= 0xEF)
-        length = 3;
-    else if (c >= 0xF0 && c <= 0xF4)
-        length = 4;
-    else
-        return 0;
-    if (c == 0xE0)
-        low = 0xA0;
-    else if (c == 0xED)
-        high = 0x9F; /* no UTF-16 surrogates */
-    else if (c == 0xF0)
-        low = 0x90;
-    else if (c == 0xF4)
-        high = 0x8F; /* nothing above U+10FFFF */
-    if (available < length || p[1] < low || p[1] > high)
-        return 0;
-    for (size_t i = 2; i < length; i++)
-        if (p[i] < 0x80 || p[i] > 0xBF)
-            return 0;
-    return length;
-}
-
 static int hex4(const struct scanner *s, size_t at, uint32_t *value)
 {
     *value = 0;
@@ -361,7 +333,7 @@ static int scan_string(struct scanner *s, bool decode)
             }
             continue;
         }
-        size_t length = c < 0x80 ? 1 : utf8_length(s->text + s->at, s->size - s->at);
+        size_t length = utf8_sequence_length(s->text + s->at, s->size - s->at);
         if (length == 0)
             return refuse(s, s->at, "byte 0x%02x is not UTF-8 here", c);
         if (decode)

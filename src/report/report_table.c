@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "terminal_text.h"
 
 void report_table_header(FILE *out)
 {
@@ -51,7 +52,7 @@ void report_table_lines(FILE *out, const struct record_result *record,
 {
     const struct capture_record *capture = record->record;
     char where[64], shape[40];
-    snprintf(where, sizeof(where), "%s:%u", base_name(record->file), capture->index);
+    snprintf(where, sizeof(where), "%s:%u", terminal_safe(base_name(record->file)), capture->index);
     snprintf(shape, sizeof(shape), "%u x %d", capture->rows, report_record_max_length(capture));
     for (size_t i = 0; i < record->backend_count; i++) {
         const struct backend_result *result = &record->backends[i];
@@ -67,7 +68,7 @@ void report_table_lines(FILE *out, const struct record_result *record,
         }
         if (verdicts[i].verdict == VERDICT_FAIL)
             for (unsigned r = 0; r < verdicts[i].reason_count; r++)
-                fprintf(out, "  %-28s   %s\n", "", verdicts[i].reasons[r]);
+                fprintf(out, "  %-28s   %s\n", "", terminal_safe(verdicts[i].reasons[r]));
     }
 }
 
@@ -109,7 +110,7 @@ void report_table_summary(FILE *out, const struct run_report *report, const char
                                  &report->time_by_backend[i].time);
     }
     if (report_path)
-        fprintf(out, "# report: %s\n", report_path);
+        fprintf(out, "# report: %s\n", terminal_safe(report_path));
 }
 
 void report_time_line(FILE *out, const char *label, const struct time_breakdown *time)
