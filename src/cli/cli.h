@@ -32,6 +32,10 @@ int cli_usage_error(const struct cli_command *command, const char *format, ...)
 void cli_print_message(const struct cli_command *command, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The usage error for a bad option getopt_long returned (option strings start with ':', opterr
+ * is 0): ':' a missing value, anything else an unknown option, named by argv[optind - 1]. */
+int cli_option_error(const struct cli_command *command, int option, char **argv);
+
 /* Prints the command's usage text to out. A command does so for -h/--help only once its whole
  * command line has parsed, as getopt tools do: an unknown option anywhere is exit 2. */
 void cli_print_usage(const struct cli_command *command, FILE *out);

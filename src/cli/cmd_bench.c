@@ -321,9 +321,7 @@ static int run_bench(int argc, char **argv)
                 return cli_usage_error(&cmd_bench, "--format: '%s' (table or none)", optarg);
             break;
         case 'h': help = true; break;
-        case ':':
-            return cli_usage_error(&cmd_bench, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(&cmd_bench, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(&cmd_bench, option, argv);
         }
     }
     if (help) {

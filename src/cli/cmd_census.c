@@ -240,10 +240,7 @@ static int parse_options(int argc, char **argv, struct census_options *options)
                                        optarg, MAX_SELECTED_RECORDS);
             break;
         case 'h': help = true; break;
-        case ':':
-            return cli_usage_error(&cmd_census, "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error(&cmd_census, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(&cmd_census, option, argv);
         }
     }
     if (help) {

@@ -114,10 +114,7 @@ static int parse_options(int argc, char **argv, struct devices_options *options)
                                        "--emulate-smem-per-sm: '%s' is not a byte count", optarg);
             break;
         case 'h': help = true; break;
-        case ':':
-            return cli_usage_error(&cmd_devices, "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error(&cmd_devices, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(&cmd_devices, option, argv);
         }
     }
     if (help) {

@@ -98,8 +98,7 @@ static int parse_options(int argc, char **argv, struct diff_options *options)
             break;
         case 'o': options->output = optarg; break;
         case 'h': help = true; break;
-        case ':': return cli_usage_error(&cmd_diff, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(&cmd_diff, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(&cmd_diff, option, argv);
         }
     }
     if (help) {

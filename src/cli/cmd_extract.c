@@ -102,9 +102,7 @@ static int parse_options(int argc, char **argv, struct extract_options *options)
         case OPT_COMPRESS: options->compress = true; break;
         case 'o': options->output = optarg; break;
         case 'h': help = true; break;
-        case ':':
-            return cli_usage_error(&cmd_extract, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(&cmd_extract, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(&cmd_extract, option, argv);
         }
     }
     if (help) {

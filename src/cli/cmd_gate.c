@@ -112,9 +112,7 @@ static int parse_options(int argc, char **argv, struct gate_command_options *opt
                                        optarg);
             break;
         case 'h': help = true; break;
-        case ':':
-            return cli_usage_error(&cmd_gate, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(&cmd_gate, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(&cmd_gate, option, argv);
         }
     }
     if (help) {

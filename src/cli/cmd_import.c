@@ -126,10 +126,7 @@ static int parse_options(int argc, char **argv, struct import_options *options)
             options->page_size_given = true;
             break;
         case 'h': help = true; break;
-        case ':':
-            return cli_usage_error(&cmd_import, "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error(&cmd_import, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(&cmd_import, option, argv);
         }
     }
     if (help) {

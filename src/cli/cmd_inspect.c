@@ -222,10 +222,7 @@ static int parse_options(int argc, char **argv, struct inspect_options *options)
             break;
         case 'o': options->output_path = optarg; break;
         case 'h': help = true; break;
-        case ':':
-            return cli_usage_error(&cmd_inspect, "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error(&cmd_inspect, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(&cmd_inspect, option, argv);
         }
     }
     if (help) {

@@ -55,9 +55,7 @@ static int run_merge(int argc, char **argv)
             break;
         case OPTION_QUIET: quiet = true; break;
         case 'h': help = true; break;
-        case ':':
-            return cli_usage_error(&cmd_merge, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(&cmd_merge, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(&cmd_merge, option, argv);
         }
     }
     if (help) {

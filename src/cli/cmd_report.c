@@ -61,9 +61,7 @@ static int parse_options(int argc, char **argv, struct report_options *options)
         case 'g': options->gate_path = optarg; break;
         case 'o': options->output_path = optarg; break;
         case 'h': help = true; break;
-        case ':':
-            return cli_usage_error(&cmd_report, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(&cmd_report, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(&cmd_report, option, argv);
         }
     }
     if (help) {

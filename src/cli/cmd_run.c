@@ -424,8 +424,7 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
             break;
         case OPTION_QUIET: options->quiet = true; break;
         case 'h': help = true; break;
-        case ':': return cli_usage_error(&cmd_run, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(&cmd_run, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(&cmd_run, option, argv);
         }
     }
     if (help) {

@@ -256,9 +256,7 @@ static int run_synth(int argc, char **argv)
             target = &params.stride_pad;
             given_stride_pad = true;
             break;
-        case ':':
-            return cli_usage_error(&cmd_synth, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(&cmd_synth, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(&cmd_synth, option, argv);
         }
         if (cli_parse_uint(optarg, UINT32_MAX, &value) < 0)
             return cli_usage_error(&cmd_synth, "%s: '%s' is not an unsigned 32-bit integer", name,

@@ -91,6 +91,13 @@ void cli_print_message(const struct cli_command *command, const char *format, ..
     va_end(args);
 }
 
+int cli_option_error(const struct cli_command *command, int option, char **argv)
+{
+    if (option == ':')
+        return cli_usage_error(command, "option '%s' needs a value", argv[optind - 1]);
+    return cli_usage_error(command, "unknown option '%s'", argv[optind - 1]);
+}
+
 void cli_print_usage(const struct cli_command *command, FILE *out)
 {
     fprintf(out, "dsatopk-audit %s: %s\n\n%s", command->name, command->summary, command->usage);
@@ -229,8 +236,7 @@ int main(int argc, char **argv)
             capture_set_max_record_bytes(bytes);
             break;
         }
-        case ':': return cli_usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(NULL, option, argv);
         }
     }
     /* After every global option is parsed: an unknown one is exit 2 wherever it is. --help
