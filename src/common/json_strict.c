@@ -149,7 +149,7 @@ static int oom(struct scanner *s)
 static int arena_append(struct scanner *s, const void *bytes, size_t length)
 {
     if (s->arena_used + length > s->arena_capacity) {
-        size_t capacity = s->arena_capacity ? s->arena_capacity : 256;
+        size_t capacity = s->arena_capacity;
         while (capacity < s->arena_used + length)
             capacity *= 2;
         char *grown = realloc(s->arena, capacity);
@@ -570,6 +570,13 @@ int json_strict_parse(const char *text, size_t size, const char *what, unsigned 
     *json = NULL;
     if (!s)
         return audit_fail(err, AUDIT_ENOMEM, "%s: out of memory reading JSON", what);
+    /* Never NULL, so that an empty first key is a valid pointer to no byte. */
+    s->arena_capacity = 256;
+    s->arena = malloc(s->arena_capacity);
+    if (!s->arena) {
+        free(s);
+        return audit_fail(err, AUDIT_ENOMEM, "%s: out of memory reading JSON", what);
+    }
     s->text = (const unsigned char *)text;
     s->size = size;
     s->flags = flags;
