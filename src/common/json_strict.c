@@ -566,17 +566,17 @@ int json_strict_parse(const char *text, size_t size, const char *what, unsigned 
                       cJSON **json, struct audit_error *err)
 {
     struct scanner *s = calloc(1, sizeof(*s));
+    /* The arena is never NULL, so that an empty first key is a valid pointer to no byte. */
+    char *arena = malloc(256);
     int status;
     *json = NULL;
-    if (!s)
-        return audit_fail(err, AUDIT_ENOMEM, "%s: out of memory reading JSON", what);
-    /* Never NULL, so that an empty first key is a valid pointer to no byte. */
-    s->arena_capacity = 256;
-    s->arena = malloc(s->arena_capacity);
-    if (!s->arena) {
+    if (!s || !arena) {
+        free(arena);
         free(s);
         return audit_fail(err, AUDIT_ENOMEM, "%s: out of memory reading JSON", what);
     }
+    s->arena = arena;
+    s->arena_capacity = 256;
     s->text = (const unsigned char *)text;
     s->size = size;
     s->flags = flags;
