@@ -3,12 +3,24 @@
 one input copy per launch, L2 overwritten before each replay, median per call over >= 100 replays.
 
 Usage (on the GPU machine): scripts/bench_torch.py [--shapes 16x131072:2048,...] [--out FILE]
-Writes JSON results with the schema of the bench command's (backend "torch.topk")."""
+Writes the bench command's document (dsatopk-audit/bench version 3,
+docs/schemas/bench-3.schema.json) with backend "torch.topk"; what this script does not measure
+(the HBM floor, the driver version) is null."""
 import argparse
 import json
+import os
+import re
+import socket
 import statistics
+import subprocess
+import sys
+import time
 
 import torch
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+METHOD = ("CUDA graph replay of torch.topk; per-call time = replay time / launches in the graph; "
+          "median over replays; inputs rotated over > 2 x L2, L2 overwritten before each replay")
 
 DEFAULT_SHAPES = [(b, l, k) for b in (1, 4, 16, 64) for l in (8192, 32768, 65536, 131072)
                   for k in (512, 2048)]
@@ -75,6 +87,67 @@ def time_shape(family, rows, length, k, replays, l2_bytes, generator):
             "input_copies": copies}
 
 
+def project_version():
+    """meson.build's project version and the git revision of this checkout (None when unknown)."""
+    version = "unknown"
+    try:
+        with open(os.path.join(ROOT, "meson.build"), encoding="utf-8") as handle:
+            match = re.search(r"version:\s*'([^']+)'", handle.read())
+        version = match.group(1) if match else version
+    except OSError:
+        pass
+    try:
+        revision = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        revision = None
+    return version, revision
+
+
+def cuda_version_text(text):
+    """'12.4.1' -> '12.4', as the tool writes versions; None when unknown."""
+    match = re.match(r"(\d+)\.(\d+)", text or "")
+    return f"{match.group(1)}.{match.group(2)}" if match else None
+
+
+def cuda_version_number(text):
+    """'12.4' -> 12040, as CUDA encodes versions; None when unknown."""
+    match = re.match(r"(\d+)\.(\d+)", text or "")
+    return int(match.group(1)) * 1000 + int(match.group(2)) * 10 if match else None
+
+
+def document(properties, results):
+    """The bench document: the context block every document opens with, the device, results."""
+    version, revision = project_version()
+    return {
+        "schema": "dsatopk-audit/bench", "schema_version": 3,
+        "context": {
+            "tool_version": version, "git_revision": revision,
+            "version_string": f"{version} ({revision or 'no revision'}), "
+                              f"bench_torch.py with torch {torch.__version__}",
+            "command_line": " ".join(sys.argv),
+            "utc_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "host": socket.gethostname(),
+            "device": {
+                "name": properties.name,
+                "compute_capability": f"{properties.major}.{properties.minor}",
+                "sm_count": properties.multi_processor_count,
+                "smem_per_sm_bytes": getattr(properties, "shared_memory_per_multiprocessor",
+                                             None),
+                "l2_bytes": getattr(properties, "L2_cache_size", None),
+                "driver_version": None,
+                "runtime_version": cuda_version_text(torch.version.cuda),
+                "driver_version_number": None,
+                "runtime_version_number": cuda_version_number(torch.version.cuda),
+                "copy_bandwidth_bytes_per_s": None, "empty_kernel_us": None,
+                "clusters_at_once": None,
+            },
+            "method": METHOD,
+        },
+        "results": results,
+    }
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--shapes")
@@ -91,14 +164,12 @@ def main():
         for family in args.families.split(","):
             timing = time_shape(family, rows, length, k, args.replays, l2_bytes, generator)
             results.append({"backend": "torch.topk", "family": family, "rows": rows,
-                            "length": length, "k": k, "status": "ok", **timing})
+                            "length": length, "k": k, "hbm_floor_us": None, "status": "ok",
+                            **timing, "ratio_to_floor": None})
             print(f"torch.topk    {family:7s} {rows:4d} x {length:<7d} {k:5d}  "
                   f"{timing['median_us']:10.2f}", flush=True)
     with open(args.out, "w") as out:
-        json.dump({"schema": "dsatopk-audit/bench", "schema_version": 1,
-                   "context": {"device": {"name": properties.name},
-                               "torch_version": torch.__version__},
-                   "results": results}, out, indent=1)
+        json.dump(document(properties, results), out, indent=1)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 shift || true
 
-packages=(meson ninja-build pkg-config gcc libcjson-dev libsodium-dev libcmocka-dev zlib1g-dev
-          python3 python3-numpy)
+packages=(meson ninja-build pkg-config gcc libcjson-dev libsodium-dev libssl-dev libcmocka-dev zlib1g-dev
+          python3 python3-numpy python3-jsonschema)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

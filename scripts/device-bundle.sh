@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Bundles what the GPU machine needs into device-bundle/ (ignored by git): the binary, its
-# phase-timing twin, the GPU test programs and plugins, benchmarks and Debian's libcjson.so.1
-# (the GPU machine has no cJSON; libsodium is linked statically). Prints the `carry` list for
-# the device tool.
+# Bundles what the GPU machine needs into device-bundle/ (ignored by git): the binary (with
+# FlashInfer's kernels compiled in where its headers were found), its phase-timing twin, the
+# GPU test programs and plugins, benchmarks and Debian's libcjson.so.1 (the GPU machine has no
+# cJSON; libsodium is linked statically). Prints the `carry` list for the device tool.
 # Usage: [DEVICE_VARIANTS="..."] scripts/device-bundle.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,13 @@ ninja -C "$build_dir" >/dev/null
 rm -rf device-bundle
 mkdir -p device-bundle/bin device-bundle/lib
 cp "$build_dir/src/dsatopk-audit" device-bundle/bin/
+# FlashInfer's kernels (fi-*) are compiled into the binary: the GPU machine needs no flashinfer
+# package, but the build here needs its headers (docs/BACKENDS.md "FlashInfer's own kernels").
+if "$build_dir/src/dsatopk-audit" devices --format json 2>/dev/null | python3 -c 'import json, sys
+sys.exit(0 if any("not built" in b["limits"] for b in json.load(sys.stdin)["backends"]) else 1)'; then
+    echo "device-bundle.sh: $build_dir has no FlashInfer kernels (fi-* not built): pip install" \
+         "flashinfer-python, then meson setup --reconfigure $build_dir" >&2
+fi
 # The same with bitonic's phase timing (docs/PERF.md "Method"), for `device-check.sh phases`:
 # built where the build directory has the option (meson configure BUILD_DIR -Dphase_timing=true).
 if [ -f "$build_dir/src/dsatopk-audit-phases" ]; then
@@ -38,4 +45,11 @@ export LD_LIBRARY_PATH="$PWD/device-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PA
 export PATH="$PWD/device-bundle/bin:$PATH"
 ENV
 du -sh device-bundle >&2
-echo '["device-bundle"]'
+# The device tool carries at most 64 MiB with the working tree, and the binaries with FlashInfer's
+# kernels pass that: they travel as one xz archive (about a third of the size), unpacked there
+# first: `tar -xJf device-pack/device-bundle.tar.xz && scripts/device-check.sh ...`.
+rm -rf device-pack
+mkdir -p device-pack
+tar -cf - device-bundle | xz -T0 -6 >device-pack/device-bundle.tar.xz
+du -sh device-pack >&2
+echo '["device-pack"]'

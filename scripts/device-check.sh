@@ -6,9 +6,9 @@
 # shipped-report.json, bench.json, torch-bench.json.
 # Usage: scripts/device-check.sh [STEP...]
 #   steps: suite split cluster kernel sanitize sanitize-run sanitize-plugins run isolation
-#   devices breakdown ab bench bench-ab phases bench-paths racecheck racecheck-split (default:
-#   suite sanitize run isolation devices bench; the others are slow or only needed when what they
-#   test changed)
+#   devices breakdown ab bench bench-ab phases bench-paths racecheck racecheck-split hash-share
+#   flashinfer fidelity peers (default: suite sanitize run isolation devices bench; the others are
+#   slow or only needed when what they test changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
 mkdir -p "$OUT"
@@ -45,9 +45,9 @@ for s in $steps; do
     suite)
         step devices 60 dsatopk-audit devices
         step devices-gb10 60 dsatopk-audit --emulate-smem-per-sm 102400 devices
-        step gpu-suite 300 test_gpu_backends
+        step gpu-suite 450 test_gpu_backends
         step gpu-row-hash 60 test_gpu_row_hash
-        step gpu-run 300 tests/gpu/test_gpu_run.sh device-bundle/bin/dsatopk-audit
+        step gpu-run 450 tests/gpu/test_gpu_run.sh device-bundle/bin/dsatopk-audit
         ;;
     split)
         # bitonic's tree path with leaves of 2048 (several leaves and tree levels on every shape),
@@ -143,7 +143,7 @@ for s in $steps; do
             "${shape_args[@]}" --out "$OUT/bench-tree.json"
         ;;
     sanitize)
-        step memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 test_gpu_backends --quick
+        step memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 test_gpu_backends --quick
         step initcheck 120 compute-sanitizer --tool initcheck --error-exitcode 9 test_gpu_backends --quick --k 100
         ;;
     racecheck)
@@ -210,7 +210,7 @@ sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
         ;;
     run)
         step seed-captures 120 scripts/make-seed-captures.sh /tmp/seed device-bundle/bin/dsatopk-audit
-        step run-seed 300 dsatopk-audit run --reps 25 --out "$OUT/seed-report.json" /tmp/seed
+        step run-seed 450 dsatopk-audit run --reps 25 --out "$OUT/seed-report.json" /tmp/seed
         step run-shipped 300 dsatopk-audit run --reps 10 --graph --batch-invariance \
             --out "$OUT/shipped-report.json" captures
         ;;
@@ -250,10 +250,77 @@ sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
             cp "/tmp/ab-$job-new.json" "$OUT/$job-new.json"
         done
         ;;
+    hash-share)
+        # The share of `run`'s wall time spent on SHA-256 (time_breakdown_ms.hash_ms summed over
+        # every record x backend) on the seed captures, for this binary and each build named in
+        # HASH_BUILDS (default "ossl": -Dsha256=openssl, carried as dsatopk-audit-ossl): the
+        # measurement behind the sha256 option's default (docs/PERF.md "The audit itself").
+        [ -d /tmp/seed ] || step seed-captures 120 scripts/make-seed-captures.sh /tmp/seed \
+            device-bundle/bin/dsatopk-audit
+        for build in new ${HASH_BUILDS:-ossl}; do
+            binary=$(build_binary "$build")
+            started=$(date +%s%N)
+            timeout 300 "$binary" run --reps 25 --out "/tmp/hash-$build.json" /tmp/seed \
+                >"/tmp/hash-$build.txt" 2>&1
+            rc=$?
+            wall=$((($(date +%s%N) - started) / 1000000))
+            python3 - "/tmp/hash-$build.json" "$build" "$rc" "$wall" <<'PY' | tee -a "$LOG"
+import json, sys
+report, build, rc, wall = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], float(sys.argv[4])
+hash_ms = sum(b.get("time_breakdown_ms", {}).get("hash_ms", 0.0)
+              for r in report["records"] for b in r.get("backends", []))
+print(f"hash-share {build}: rc {rc}, run {wall:.0f} ms, SHA-256 {hash_ms:.1f} ms = "
+      f"{100.0 * hash_ms / wall:.1f}% of the wall time")
+PY
+        done
+        ;;
     bench)
         step bench 400 dsatopk-audit bench "${shape_args[@]}" --out "$OUT/bench.json"
         step torch-bench 300 python3 scripts/bench_torch.py "${shape_args[@]}" \
             --out "$OUT/torch-bench.json"
+        ;;
+    flashinfer)
+        # FlashInfer's own kernels (fi-*): the GPU suite for each, then memcheck and racecheck
+        # on the quick cases. The binary must have been built with the flashinfer headers
+        # (device-bundle.sh warns otherwise).
+        for backend in fi-auto fi-det fi-det-sorted fi-graph-safe; do
+            step "suite-$backend" 200 test_gpu_backends --backend "$backend"
+        done
+        for backend in fi-auto fi-det fi-det-sorted fi-graph-safe; do
+            step "memcheck-$backend" 150 compute-sanitizer --tool memcheck --error-exitcode 9 \
+                test_gpu_backends --backend "$backend" --quick
+        done
+        for backend in fi-auto fi-graph-safe; do
+            step "racecheck-$backend" 200 compute-sanitizer --tool racecheck --error-exitcode 9 \
+                test_gpu_backends --backend "$backend" --quick --k 100
+        done
+        step run-memcheck-fi 300 bash scripts/sanitizer-run.sh memcheck dsatopk-audit run --reps 3 \
+            --graph --backends fi-auto,fi-det,fi-det-sorted,fi-graph-safe \
+            --out /tmp/run-memcheck-fi.json captures/edge.bin
+        ;;
+    fidelity)
+        # Our models beside FlashInfer's kernels (docs/BACKENDS.md "Model fidelity"): the shipped
+        # captures, the seed captures and the SGLang #36807 shape; the tables to model-fidelity.md.
+        step model-fidelity 540 bash -c "python3 scripts/model-fidelity.py --out /tmp/model-fidelity \
+            --seed-dir /tmp/seed >'$OUT/model-fidelity.md'"
+        cp /tmp/model-fidelity/fidelity-report.json "$OUT/" 2>/dev/null
+        ;;
+    peers)
+        # Ours and the peers in one bench process, timed the same way, then torch.topk in the
+        # same device call, and docs/PERF.md's table with the ratios (peers-table-FAMILY.md).
+        # BENCH_FAMILIES: default random; one family's default grid takes about five minutes,
+        # so relu goes in a second device call.
+        families=${BENCH_FAMILIES:-random}
+        tag=${families//,/-}
+        step bench-peers 420 dsatopk-audit bench "${shape_args[@]}" --families "$families" \
+            --backends bitonic,radix,filtered,filtered-det,fi-auto,fi-det,fi-det-sorted,fi-graph-safe \
+            --out "$OUT/bench-peers-$tag.json"
+        step torch-peers 150 python3 scripts/bench_torch.py "${shape_args[@]}" \
+            --families "$families" --out "$OUT/torch-peers-$tag.json"
+        step peers-table 30 bash -c "python3 scripts/perf-table.py --ratio fi-auto/bitonic \
+            --ratio fi-det/bitonic --ratio fi-det-sorted/bitonic --ratio fi-graph-safe/bitonic \
+            --ratio torch.topk/bitonic --ratio bitonic/radix '$OUT/bench-peers-$tag.json' \
+            '$OUT/torch-peers-$tag.json' | tee '$OUT/peers-table-$tag.md'"
         ;;
     *) echo "device-check.sh: unknown step '$s'" >&2; exit 2 ;;
     esac

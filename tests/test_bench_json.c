@@ -1,17 +1,21 @@
 /* The bench document (src/replay/bench_json.c) from hand-made results, no GPU: the context
  * block with the measured device and the method, and one entry per result with the keys its
  * outcome has (a timed one its times, ratio to the floor and plan; an unsupported or failed one
- * its reason), in the order they came. */
+ * its reason), in the order they came. With BENCH_JSON_DOCUMENT=PATH in the environment the
+ * document is also written there: tests/cli/test_schemas.sh checks it against
+ * docs/schemas/bench-3.schema.json where no GPU can write a real one. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "bench_json.h"
+#include "json_util.h"
 
 static const cJSON *child(const cJSON *object, const char *key)
 {
@@ -27,6 +31,8 @@ static void test_document(void **state)
     device.info.sm_count = 132;
     device.info.cluster_fit[1] = 132;
     device.info.cluster_fit[2] = 66;
+    device.info.driver_version = 13000;
+    device.info.runtime_version = 13000;
     struct document_context context;
     document_context_fill(&context, "0.1.0 (gtest)", "dsatopk-audit bench");
     cJSON *document = bench_json_begin(&context, &device);
@@ -52,7 +58,7 @@ static void test_document(void **state)
     assert_int_equal(bench_json_add_result(document, &failed), 0);
 
     assert_string_equal(cJSON_GetStringValue(child(document, "schema")), "dsatopk-audit/bench");
-    assert_int_equal(cJSON_GetNumberValue(child(document, "schema_version")), 2);
+    assert_int_equal(cJSON_GetNumberValue(child(document, "schema_version")), 3);
     const cJSON *context_json = child(document, "context");
     assert_string_equal(context_json->child->string, "tool_version");
     assert_string_equal(cJSON_GetStringValue(child(context_json, "version_string")),
@@ -60,6 +66,9 @@ static void test_document(void **state)
     const cJSON *device_json = child(context_json, "device");
     assert_string_equal(cJSON_GetStringValue(child(device_json, "name")), "NVIDIA H200");
     assert_true(cJSON_GetNumberValue(child(device_json, "empty_kernel_us")) == 2.5);
+    /* The CUDA versions as the report writes them: text, then CUDA's number. */
+    assert_string_equal(cJSON_GetStringValue(child(device_json, "driver_version")), "13.0");
+    assert_int_equal(cJSON_GetNumberValue(child(device_json, "driver_version_number")), 13000);
     assert_int_equal(cJSON_GetArraySize(child(device_json, "clusters_at_once")), GPU_CLUSTER_MAX);
     assert_non_null(child(context_json, "method"));
 
@@ -77,6 +86,11 @@ static void test_document(void **state)
     const cJSON *third = cJSON_GetArrayItem(results, 2);
     assert_string_equal(cJSON_GetStringValue(child(third, "status")), "error");
     assert_string_equal(cJSON_GetStringValue(child(third, "backend")), "sort");
+    const char *keep = getenv("BENCH_JSON_DOCUMENT");
+    if (keep) {
+        struct audit_error err = { 0 };
+        assert_int_equal(json_write_file(keep, document, &err), AUDIT_OK);
+    }
     cJSON_Delete(document);
 }
 

@@ -70,15 +70,41 @@ static struct capture_record copy_record(const struct capture_record *source)
     return copy;
 }
 
+/* One row compared; when both records carry engine indices, each side's is judged as
+ * diff_record_compare judges it (checks at the record's k, the default contract). */
 static struct diff_row compare_row(const struct capture_record *a, const struct capture_record *b,
                                    uint32_t row, uint32_t k)
 {
     struct diff_scratch scratch = { 0 };
     struct diff_row result;
     struct audit_error err = { 0 };
-    int status = diff_row_compare(a, b, row, k, &scratch, &result, &err);
+    struct check_context checks_a, checks_b;
+    struct topk_page_inverse pages_a = { 0 }, pages_b = { 0 };
+    struct diff_engine_judge judge = { 0 };
+    const bool judged = a->engine_indices && b->engine_indices && a->k == b->k;
+    if (judged) {
+        assert_int_equal(checks_prepare(&checks_a, a, a->k, &err), AUDIT_OK);
+        assert_int_equal(checks_prepare(&checks_b, b, b->k, &err), AUDIT_OK);
+        judge.a = &checks_a;
+        judge.b = &checks_b;
+        judge.scratch_a = (struct engine_row_scratch){ calloc(checks_a.seen_bytes, 1),
+                                                       malloc(a->k * sizeof(int64_t)), &pages_a };
+        judge.scratch_b = (struct engine_row_scratch){ calloc(checks_b.seen_bytes, 1),
+                                                       malloc(b->k * sizeof(int64_t)), &pages_b };
+    }
+    int status = diff_row_compare(a, b, row, k, &scratch, judged ? &judge : NULL, &result, &err);
     if (status != AUDIT_OK)
         fail_msg("diff_row_compare: %s", err.message);
+    if (judged) {
+        checks_release(&checks_a);
+        checks_release(&checks_b);
+        free(judge.scratch_a.seen);
+        free(judge.scratch_a.positions);
+        free(judge.scratch_b.seen);
+        free(judge.scratch_b.positions);
+        topk_page_inverse_free(&pages_a);
+        topk_page_inverse_free(&pages_b);
+    }
     diff_scratch_free(&scratch);
     return result;
 }
@@ -178,51 +204,77 @@ static void test_perturbed_above_gap(void **state)
 static void test_engine_differs_on_identical_scores(void **state)
 {
     (void)state;
-    struct capture_record a = make_record(3, 16, 4);
+    struct capture_record a = make_record(4, 16, 4);
+    /* Row 3 ties its 4th and 5th candidates (indices 12 and 11): two valid top-4 sets. */
+    a.scores[3 * 16 + 11] = a.scores[3 * 16 + 12];
     add_engine_indices(&a);
     struct capture_record b = copy_record(&a);
-    b.engine_indices[1 * 4 + 3] = 2; /* row 1: another set */
+    b.engine_indices[1 * 4 + 3] = 2; /* row 1: another set, not a top-4 */
     b.engine_indices[2 * 4 + 0] = a.engine_indices[2 * 4 + 1]; /* row 2: order only */
     b.engine_indices[2 * 4 + 1] = a.engine_indices[2 * 4 + 0];
+    b.engine_indices[3 * 4 + 3] = 11; /* row 3: the other tie */
     struct diff_row row = compare_row(&a, &b, 1, 4);
-    assert_case(&row, DIFF_CASE_SCORES_SAME_ENGINE_DIFFERS);
+    assert_case(&row, DIFF_CASE_ENGINE_WRONG);
     assert_true(row.scores_identical);
     assert_true(row.engine_set_changed);
-    assert_false(row.reference_set_changed);
-    assert_int_equal(diff_case_attribution(row.diff_case), DIFF_ATTRIBUTION_SELECTION_KERNEL);
+    assert_int_equal(row.engine_a.row_class, ENGINE_ROW_EXACT);
+    assert_int_equal(row.engine_b.row_class, ENGINE_ROW_WRONG);
+    assert_true(row.engine_b.kinds & (1u << CHECK_WRONG_SET));
+    assert_int_equal(row.engine_b.missing_count, 1);
+    assert_int_equal(row.engine_b.missing[0], 12);
+    assert_int_equal(diff_case_attribution(row.diff_case), DIFF_ATTRIBUTION_ENGINE_WRONG);
     row = compare_row(&a, &b, 2, 4);
-    assert_case(&row, DIFF_CASE_SCORES_SAME_ENGINE_DIFFERS);
+    assert_case(&row, DIFF_CASE_ENGINE_REORDERED);
     assert_false(row.engine_set_changed);
     assert_true(row.engine_order_changed);
+    assert_int_equal(diff_case_attribution(row.diff_case), DIFF_ATTRIBUTION_SELECTION_KERNEL);
+    row = compare_row(&a, &b, 3, 4);
+    assert_case(&row, DIFF_CASE_TIE_FLAP);
+    /* The reference takes the smaller index: B's choice is the exact one, A's a variant. */
+    assert_int_equal(row.engine_a.row_class, ENGINE_ROW_TIE_VARIANT);
+    assert_int_equal(row.engine_b.row_class, ENGINE_ROW_EXACT);
+    assert_int_equal(diff_case_attribution(row.diff_case), DIFF_ATTRIBUTION_TIE_FLAP);
     row = compare_row(&a, &b, 0, 4);
     assert_case(&row, DIFF_CASE_IDENTICAL);
     capture_record_free(&a);
     capture_record_free(&b);
 }
 
-static void test_engine_alone_and_engine_kept(void **state)
+static void test_engine_wrong_on_either_side(void **state)
 {
     (void)state;
     struct capture_record a = make_record(1, 16, 4);
     add_engine_indices(&a);
     struct capture_record b = copy_record(&a);
-    /* Scores perturbed below the gap, yet the engine's set moved: the kernel's doing. */
+    /* Scores perturbed below the gap, and B's engine took a candidate far below its k-th. */
     b.scores[2] = 2.5f;
     b.engine_indices[3] = 2;
     struct diff_row row = compare_row(&a, &b, 0, 4);
-    assert_case(&row, DIFF_CASE_SCORES_DIFFER_ENGINE_CHANGED_ALONE);
+    assert_case(&row, DIFF_CASE_ENGINE_WRONG);
     assert_false(row.reference_set_changed);
-    assert_int_equal(diff_case_attribution(row.diff_case), DIFF_ATTRIBUTION_SELECTION_KERNEL);
+    assert_int_equal(row.engine_b.row_class, ENGINE_ROW_WRONG);
+    assert_int_equal(diff_case_attribution(row.diff_case), DIFF_ATTRIBUTION_ENGINE_WRONG);
     capture_record_free(&b);
 
-    /* The exact set moved but the engine kept its set: inconclusive. */
+    /* The exact set moved (index 0 rose to the top) but B's engine kept A's set: B misses 0. */
     b = copy_record(&a);
     b.scores[0] = 50.0f;
     row = compare_row(&a, &b, 0, 4);
-    assert_case(&row, DIFF_CASE_SCORES_DIFFER_ENGINE_KEPT);
+    assert_case(&row, DIFF_CASE_ENGINE_WRONG);
     assert_true(row.reference_set_changed);
     assert_false(row.engine_set_changed);
-    assert_int_equal(diff_case_attribution(row.diff_case), DIFF_ATTRIBUTION_INCONCLUSIVE);
+    assert_int_equal(row.engine_a.row_class, ENGINE_ROW_EXACT);
+    assert_int_equal(row.engine_b.missing_count, 1);
+    assert_int_equal(row.engine_b.missing[0], 0);
+    capture_record_free(&b);
+
+    /* Both valid, the engine following the scores: upstream. */
+    b = copy_record(&a);
+    b.scores[0] = 50.0f;
+    b.engine_indices[3] = 0;
+    row = compare_row(&a, &b, 0, 4);
+    assert_case(&row, DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED);
+    assert_int_equal(row.engine_b.row_class, ENGINE_ROW_EXACT);
     capture_record_free(&a);
     capture_record_free(&b);
 }
@@ -378,15 +430,19 @@ static void test_page_placement_is_not_a_selection_change(void **state)
     assert_false(row.engine_order_changed);
     assert_case(&row, DIFF_CASE_IDENTICAL);
 
-    /* A real change of the selection is still seen through the different placement. */
+    /* A real change of the selection is still seen through the different placement, and
+     * judged there: window position 0 ranks last, so B's engine misses position 12. */
     b.engine_indices[3] = topk_translate_index(&b, 0, 0);
     row = compare_row(&a, &b, 0, 4);
     assert_true(row.engine_set_changed);
-    assert_case(&row, DIFF_CASE_SCORES_SAME_ENGINE_DIFFERS);
-    /* An index no page of the window explains differs from everything. */
+    assert_case(&row, DIFF_CASE_ENGINE_WRONG);
+    assert_int_equal(row.engine_b.missing_count, 1);
+    assert_int_equal(row.engine_b.missing[0], 12);
+    /* An index no page of the window explains differs from everything, and is out of range. */
     b.engine_indices[3] = 5000;
     row = compare_row(&a, &b, 0, 4);
     assert_true(row.engine_set_changed);
+    assert_true(row.engine_b.kinds & (1u << CHECK_OUT_OF_RANGE));
     capture_record_free(&a);
     capture_record_free(&b);
 }
@@ -482,7 +538,8 @@ static void test_record_compare_and_document(void **state)
     struct diff_scratch scratch = { 0 };
     struct diff_record_result result;
     struct audit_error err = { 0 };
-    assert_int_equal(diff_record_compare(&a, &b, 0, &scratch, &result, &err), AUDIT_OK);
+    assert_int_equal(diff_record_compare(&a, &b, 0, NULL, a.index, &scratch, &result, &err),
+                     AUDIT_OK);
     assert_true(result.mismatch);
     assert_int_equal(result.mismatch_count, 1);
     assert_string_equal(result.mismatches[0],
@@ -523,7 +580,7 @@ static void test_record_compare_and_document(void **state)
     const cJSON *summary = cJSON_GetObjectItem(document, "summary");
     assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(summary, "rows_differing")), 4);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(summary, "mismatch")));
-    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(document, "schema_version")), 2);
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(document, "schema_version")), 3);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(document, "k_override")));
     cJSON_Delete(document);
     diff_record_result_release(&result);
@@ -625,7 +682,7 @@ int main(void)
         cmocka_unit_test(test_perturbed_below_gap),
         cmocka_unit_test(test_perturbed_above_gap),
         cmocka_unit_test(test_engine_differs_on_identical_scores),
-        cmocka_unit_test(test_engine_alone_and_engine_kept),
+        cmocka_unit_test(test_engine_wrong_on_either_side),
         cmocka_unit_test(test_window_differs),
         cmocka_unit_test(test_boundary_tie),
         cmocka_unit_test(test_short_rows_and_nonfinite),

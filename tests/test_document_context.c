@@ -1,7 +1,8 @@
 /* The context block every document opens with (src/common/document_context.h): the six keys in
  * their order, the build's version and revision, the time as YYYY-MM-DDTHH:MM:SSZ within a second
  * or two of now, the host, and null for a string the caller does not have; a document opens with
- * schema, schema_version and that block. */
+ * schema, schema_version and that block; the CUDA versions are written as text and as CUDA's
+ * number, both null when unknown. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,9 +93,35 @@ static void test_document_begin(void **state)
     cJSON_Delete(document);
 }
 
+static void test_cuda_versions(void **state)
+{
+    (void)state;
+    static const char *const keys[] = { "driver_version", "runtime_version",
+                                        "driver_version_number", "runtime_version_number" };
+    cJSON *object = cJSON_CreateObject();
+    assert_int_equal(document_cuda_versions_add(object, 13000, 12080), 0);
+    const cJSON *item = object->child;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++, item = item->next)
+        assert_string_equal(item->string, keys[i]);
+    assert_string_equal(cJSON_GetObjectItem(object, "driver_version")->valuestring, "13.0");
+    assert_string_equal(cJSON_GetObjectItem(object, "runtime_version")->valuestring, "12.8");
+    assert_int_equal(cJSON_GetObjectItem(object, "driver_version_number")->valueint, 13000);
+    assert_int_equal(cJSON_GetObjectItem(object, "runtime_version_number")->valueint, 12080);
+    cJSON_Delete(object);
+    /* No driver: null, not "0.0" or 0. */
+    object = cJSON_CreateObject();
+    assert_int_equal(document_cuda_versions_add(object, 0, 13000), 0);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(object, "driver_version")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(object, "driver_version_number")));
+    assert_string_equal(cJSON_GetObjectItem(object, "runtime_version")->valuestring, "13.0");
+    cJSON_Delete(object);
+    assert_int_not_equal(document_cuda_versions_add(NULL, 1, 1), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cuda_versions),
         cmocka_unit_test(test_keys_in_order),
         cmocka_unit_test(test_utc_time_is_now),
         cmocka_unit_test(test_missing_strings_are_null),

@@ -977,6 +977,20 @@ static void test_cross_device_block(void **state)
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(summary, "compared")->valuedouble, 3);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(summary, "agree")->valuedouble, 1);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(summary, "required_disagreements")->valuedouble, 1);
+    assert_true(gate_cross_device_failed(block));
+    /* run's table: the failing entry with each device's hash, then the summary. */
+    char *table = NULL;
+    size_t table_bytes = 0;
+    FILE *out = open_memstream(&table, &table_bytes);
+    assert_non_null(out);
+    report_table_cross_device(out, block, "0,1");
+    fclose(out);
+    assert_non_null(strstr(table, "cross-device "));
+    assert_non_null(strstr(table, " sort gpu_to_gpu: the devices disagree: [0] "));
+    assert_null(strstr(table, "filtered-det"));
+    assert_non_null(strstr(table, "# cross-device (0,1): 3 record x backend(s) compared, 1 agree, "
+                                  "2 disagree, 1 required disagreement(s)\n"));
+    free(table);
     cJSON_Delete(block);
 
     /* Another model: run_to_run agreement is no longer required. */
@@ -995,6 +1009,7 @@ static void test_cross_device_block(void **state)
 
     block = gate_cross_device_unavailable("no CUDA device: test", NULL);
     assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(block, "available")));
+    assert_false(gate_cross_device_failed(block));
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(
                          cJSON_GetObjectItemCaseSensitive(block, "summary"), "entries")->valuedouble, 0);
     cJSON_Delete(block);
@@ -1165,6 +1180,7 @@ static void test_verdict_document(void **state)
                                   &counts, &err), 0);
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(verdict, "schema")->valuestring, GATE_SCHEMA);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(verdict, "exit_code")->valuedouble, 1);
+    assert_int_equal(counts.exit_code, EXIT_AUDIT_FAILED); /* what gate exits with */
     const cJSON *summary = cJSON_GetObjectItemCaseSensitive(verdict, "summary");
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(summary, "fail")->valuedouble, 1);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(summary, "pass")->valuedouble, 1);

@@ -84,11 +84,10 @@ static void test_refusals_name_byte_and_path(void **state)
         { "[\"abc", 0, "byte 1, at $[0]: the string never ends" },
         { "[tru]", 0, "'t' where a value was expected" },
         { "{\"schema_version\": 1.0}", JSON_STRICT_SCHEMA_VERSION,
-          "byte 19, at $.schema_version: schema_version 1.0 is not a small integer" },
+          "byte 19, at $.schema_version: schema_version 1.0 is not an integer" },
         { "{\"schema_version\": 1e0}", JSON_STRICT_SCHEMA_VERSION, "schema_version 1e0 is not" },
         { "{\"schema_version\": -1}", JSON_STRICT_SCHEMA_VERSION, "schema_version -1 is not" },
-        { "{\"schema_version\": 1000000}", JSON_STRICT_SCHEMA_VERSION,
-          "schema_version 1000000 is not" },
+        { "{\"schema_version\": -0}", JSON_STRICT_SCHEMA_VERSION, "schema_version -0 is not" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         expect_refused(cases[i].text, cases[i].flags, cases[i].message);

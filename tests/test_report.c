@@ -998,14 +998,11 @@ static void test_report_json_schema_and_no_nan(void **state)
     backend_result_init(&results[2], &run_to_run_backend);
     backend_result_set_status(&results[2], BACKEND_ERROR, "out of device memory");
 
-    struct run_context context = {
-        .tool_version = "0.1.0", .git_revision = "gtest", .version_string = "0.1.0 (gtest)",
-        .command_line = "dsatopk-audit run hand.bin", .noise = "gemm", .reps = 2, .seed = 7,
-    };
+    struct run_context context = { .noise = "gemm", .reps = 2, .seed = 7 };
     static const char *const names[] = { "test-exact", "radix", "test-repeatable" };
     context.backends = names;
     context.backend_count = 3;
-    run_context_fill_time_and_host(&context);
+    document_context_fill(&context.document, "0.1.0 (gtest)", "dsatopk-audit run hand.bin");
     snprintf(context.device_unavailable_reason, sizeof(context.device_unavailable_reason),
              "no CUDA device: test");
 
@@ -1046,6 +1043,21 @@ static void test_report_json_schema_and_no_nan(void **state)
     };
     for (size_t i = 0; i < sizeof(context_fields) / sizeof(context_fields[0]); i++)
         assert_non_null(path_get(parsed, "context", context_fields[i], NULL));
+    /* The context opens as every document's does (document_context.h), then the run's own. */
+    static const char *const context_order[] = {
+        "tool_version", "git_revision", "version_string", "command_line", "utc_time", "host",
+        "device", "device_unavailable_reason", "emulation", "noise", "reps", "seed", "graph",
+        "batch_invariance", "gpu_prefilter", "k_override", "backends",
+    };
+    const cJSON *context_item = path_get(parsed, "context", NULL)->child;
+    for (size_t i = 0; i < sizeof(context_order) / sizeof(context_order[0]); i++) {
+        assert_non_null(context_item);
+        assert_string_equal(context_item->string, context_order[i]);
+        context_item = context_item->next;
+    }
+    assert_null(context_item);
+    assert_string_equal(path_get(parsed, "context", "version_string", NULL)->valuestring,
+                        "0.1.0 (gtest)");
     assert_true(cJSON_IsNull(path_get(parsed, "context", "device", NULL)));
     assert_true(cJSON_IsNull(path_get(parsed, "context", "emulation", "smem_per_sm_bytes", NULL)));
 
@@ -1122,6 +1134,38 @@ static void test_report_json_schema_and_no_nan(void **state)
     record_release(&record);
 }
 
+/* An entry read back (a worker's, on its way into the report) says what report.c wrote. */
+static void test_entry_outcome(void **state)
+{
+    (void)state;
+    cJSON *entry = cJSON_Parse("{\"name\": \"radix\", \"status\": \"hang\", \"verdict\": "
+                               "\"fail\", \"time_breakdown_ms\": {\"total_ms\": 2.5, "
+                               "\"kernel_ms\": 1.25}}");
+    assert_non_null(entry);
+    struct report_entry_outcome outcome;
+    report_entry_outcome(entry, &outcome);
+    assert_string_equal(outcome.name, "radix");
+    assert_int_equal(outcome.status, BACKEND_HANG);
+    assert_int_equal(outcome.verdict, VERDICT_FAIL);
+    assert_true(outcome.time.total_ms == 2.5 && outcome.time.kernel_ms == 1.25);
+    cJSON_Delete(entry);
+
+    entry = cJSON_Parse("{\"name\": \"sort\", \"status\": \"ok\", \"verdict\": \"pass\"}");
+    report_entry_outcome(entry, &outcome);
+    assert_int_equal(outcome.status, BACKEND_OK);
+    assert_int_equal(outcome.verdict, VERDICT_PASS);
+    assert_true(outcome.time.total_ms == 0.0);
+    cJSON_Delete(entry);
+
+    /* Nothing known: counted as a failed error, never as a pass. */
+    entry = cJSON_Parse("{\"verdict\": \"maybe\"}");
+    report_entry_outcome(entry, &outcome);
+    assert_string_equal(outcome.name, "unnamed");
+    assert_int_equal(outcome.status, BACKEND_ERROR);
+    assert_int_equal(outcome.verdict, VERDICT_FAIL);
+    cJSON_Delete(entry);
+}
+
 static void test_incomplete_report_keeps_records(void **state)
 {
     (void)state;
@@ -1169,6 +1213,7 @@ int main(void)
         cmocka_unit_test(test_verdict_not_guaranteed_overflow_rule),
         cmocka_unit_test(test_verdict_statuses),
         cmocka_unit_test(test_report_json_schema_and_no_nan),
+        cmocka_unit_test(test_entry_outcome),
         cmocka_unit_test(test_incomplete_report_keeps_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,8 @@
 #include "topk_backends.h"
 
 extern const struct topk_backend topk_backend_radix, topk_backend_filtered,
-    topk_backend_filtered_det, topk_backend_bitonic, topk_backend_sort;
+    topk_backend_filtered_det, topk_backend_bitonic, topk_backend_sort, topk_backend_fi_auto,
+    topk_backend_fi_det, topk_backend_fi_det_sorted, topk_backend_fi_graph_safe;
 
 const struct topk_backend *const topk_backend_table[] = {
     &topk_backend_radix,        /* models sgl-kernel fast_topk_v2 */
@@ -13,6 +14,11 @@ const struct topk_backend *const topk_backend_table[] = {
     &topk_backend_filtered_det, /* FilteredTopK deterministic mode, tie-break small */
     &topk_backend_bitonic,      /* ours: deterministic, canonical order */
     &topk_backend_sort,         /* CUB segmented radix sort baseline */
+    /* FlashInfer's own kernels (flashinfer.cu; "not built" without its headers): */
+    &topk_backend_fi_auto,       /* non-deterministic, its heuristic's path */
+    &topk_backend_fi_det,        /* deterministic, tie-break none */
+    &topk_backend_fi_det_sorted, /* deterministic, tie-break small, sorted output */
+    &topk_backend_fi_graph_safe, /* dsa_graph_safe transforms, tie-break small */
     NULL,
 };
 

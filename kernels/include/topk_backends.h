@@ -36,6 +36,8 @@ struct topk_shape {
     uint32_t k;
     uint64_t row_stride;
     int32_t max_length;   /* largest lengths[b] */
+    int32_t min_length;   /* smallest lengths[b]: 0 when unknown (rows of row_stride elements
+                             each are dense only when it equals max_length and row_stride) */
     bool has_row_starts;
     bool has_page_table;
     uint32_t page_size;

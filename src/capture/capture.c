@@ -24,6 +24,7 @@
 #include <zlib.h>
 
 #include "capture_format.h"
+#include "document_keys.h"
 #include "hash.h"
 #include "input_file.h"
 #include "json_strict.h"
@@ -113,7 +114,7 @@ static int check_metadata(const char *text, size_t size, struct audit_error *err
     if (utf8_check((const uint8_t *)text, size, &bad_at) < 0)
         return audit_fail(err, AUDIT_EDATA, "metadata: invalid UTF-8 at metadata byte %zu", bad_at);
     cJSON *json = NULL;
-    int status = json_strict_parse(text, size, "metadata", 0, &json, err);
+    int status = json_strict_parse(text, size, KEY_METADATA, 0, &json, err);
     if (status < 0)
         return status;
     int is_object = cJSON_IsObject(json);
@@ -281,6 +282,14 @@ int capture_open(struct capture_reader **reader_out, const char *path, struct au
     reader->state = CAPTURE_READ_OK;
     *reader_out = reader;
     return AUDIT_OK;
+}
+
+void capture_reader_seek(struct capture_reader *reader, uint64_t offset, uint32_t index)
+{
+    if (reader->stop_status)
+        return;
+    reader->next_offset = offset;
+    reader->next_index = index;
 }
 
 void capture_reader_set_max_record_bytes(struct capture_reader *reader, uint64_t bytes)

@@ -95,6 +95,10 @@ void capture_close(struct capture_reader *reader);
 int capture_read_record(struct capture_reader *reader, struct capture_record *record,
                         struct audit_error *err);
 enum capture_read_state capture_reader_state(const struct capture_reader *reader);
+/* Positions the reader at a record read before (its file_offset and index, from a record this
+ * reader returned), so that the next capture_read_record reads it again, checks included: for
+ * a pass over a file that needs a record back. A reader that has stopped stays stopped. */
+void capture_reader_seek(struct capture_reader *reader, uint64_t offset, uint32_t index);
 const char *capture_reader_path(const struct capture_reader *reader);
 
 /* Checks the record's internal consistency (sizes, windows inside the stride, page-table

@@ -33,27 +33,27 @@ static cJSON *describe_record(const struct capture_record *record)
         if (record->lengths[b] > length_max)
             length_max = record->lengths[b];
     }
-    json_add_u64(item, "index", record->index);
+    json_add_u64(item, KEY_INDEX, record->index);
     json_add_u64(item, "offset_bytes", record->file_offset);
-    json_add_u64(item, "rows", record->rows);
-    json_add_u64(item, "k", record->k);
-    json_add_u64(item, "row_stride", record->row_stride);
+    json_add_u64(item, KEY_ROWS, record->rows);
+    json_add_u64(item, KEY_K, record->k);
+    json_add_u64(item, KEY_ROW_STRIDE, record->row_stride);
     cJSON_AddNumberToObject(item, "length_min", length_min);
     cJSON_AddNumberToObject(item, "length_max", length_max);
-    cJSON_AddBoolToObject(item, "row_starts", record->row_starts != NULL);
-    cJSON_AddBoolToObject(item, "page_table", record->page_size != 0);
-    json_add_u64(item, "page_size", record->page_size);
+    cJSON_AddBoolToObject(item, KEY_ROW_STARTS, record->row_starts != NULL);
+    cJSON_AddBoolToObject(item, KEY_PAGE_TABLE, record->page_size != 0);
+    json_add_u64(item, KEY_PAGE_SIZE, record->page_size);
     json_add_u64(item, "page_table_cols", record->page_table_cols);
-    cJSON_AddBoolToObject(item, "engine_indices", record->engine_indices != NULL);
-    cJSON_AddBoolToObject(item, "compressed", record->compressed);
+    cJSON_AddBoolToObject(item, KEY_ENGINE_INDICES, record->engine_indices != NULL);
+    cJSON_AddBoolToObject(item, KEY_COMPRESSED, record->compressed);
     json_add_u64(item, "stored_bytes", record->stored_payload_bytes);
     json_add_u64(item, "raw_bytes", capture_record_raw_payload_bytes(record));
-    json_add_hex(item, "payload_sha256", record->payload_sha256, sizeof(record->payload_sha256));
+    json_add_hex(item, KEY_PAYLOAD_SHA256, record->payload_sha256, sizeof(record->payload_sha256));
     cJSON *metadata = cJSON_Parse(record->metadata_json);
     if (metadata)
-        cJSON_AddItemToObject(item, "metadata", metadata);
+        cJSON_AddItemToObject(item, KEY_METADATA, metadata);
     else
-        cJSON_AddStringToObject(item, "metadata", record->metadata_json);
+        cJSON_AddStringToObject(item, KEY_METADATA, record->metadata_json);
     cJSON_AddStringToObject(item, "checksum", "ok");
     return item;
 }
@@ -180,7 +180,7 @@ int inspect_json_add_file(cJSON *document, const char *path, struct inspect_tota
         return AUDIT_ENOMEM;
     }
     totals->files++;
-    cJSON_AddStringToObject(file, "path", path);
+    cJSON_AddStringToObject(file, KEY_PATH, path);
     if (stat(path, &info) == 0 && S_ISREG(info.st_mode))
         json_add_u64(file, "size_bytes", (uint64_t)info.st_size);
     else
@@ -194,36 +194,36 @@ int inspect_json_add_file(cJSON *document, const char *path, struct inspect_tota
         outcome->file_status = file_status_of(status, reader, totals);
         snprintf(outcome->message, sizeof(outcome->message), "%s", err.message);
     }
-    cJSON_AddStringToObject(file, "status", outcome->file_status);
+    cJSON_AddStringToObject(file, KEY_STATUS, outcome->file_status);
     json_add_u64(file, "record_count", (uint64_t)cJSON_GetArraySize(records));
     if (status < 0) {
-        cJSON *error = cJSON_AddObjectToObject(file, "error");
+        cJSON *error = cJSON_AddObjectToObject(file, KEY_ERROR);
         if (error) {
             if (reader) {
-                json_add_u64(error, "record", outcome->next_record);
+                json_add_u64(error, KEY_RECORD, outcome->next_record);
                 json_add_u64(error, "offset_bytes", outcome->next_offset);
             }
-            cJSON_AddStringToObject(error, "kind", outcome->file_status);
-            cJSON_AddStringToObject(error, "message", outcome->message);
+            cJSON_AddStringToObject(error, KEY_KIND, outcome->file_status);
+            cJSON_AddStringToObject(error, KEY_MESSAGE, outcome->message);
             if (status == AUDIT_EDATA && reader)
                 advise_repair(path, strcmp(outcome->file_status, "truncated") == 0, outcome,
                               error);
         }
     } else {
-        cJSON_AddNullToObject(file, "error");
+        cJSON_AddNullToObject(file, KEY_ERROR);
     }
-    cJSON_AddItemToObject(file, "records", records);
+    cJSON_AddItemToObject(file, KEY_RECORDS, records);
     capture_close(reader);
     return AUDIT_OK;
 }
 
 int inspect_json_finish(cJSON *document, const struct inspect_totals *totals)
 {
-    cJSON *summary = cJSON_AddObjectToObject(document, "summary");
+    cJSON *summary = cJSON_AddObjectToObject(document, KEY_SUMMARY);
     if (!summary)
         return AUDIT_ENOMEM;
     json_add_u64(summary, "files", totals->files);
-    json_add_u64(summary, "records", totals->records);
+    json_add_u64(summary, KEY_RECORDS, totals->records);
     json_add_u64(summary, "truncated_files", totals->truncated_files);
     json_add_u64(summary, "corrupt_files", totals->corrupt_files);
     json_add_u64(summary, "too_large_files", totals->too_large_files);

@@ -17,6 +17,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "document_keys.h"
+
 /* A fused multiply-add rounds once where the definition rounds twice and changes the bytes. The
  * build passes -ffp-contract=off; clang also contracts by default (-ffp-contract=on), which this
  * pragma turns off for builds outside Meson. GCC needs the flag (its ISO C modes default to off,
@@ -594,7 +596,7 @@ static int generate_paged(struct synth_job *job, struct audit_error *err)
     int status = allocate_scores(job, p->length, err);
     if (status < 0)
         return status;
-    if ((status = add_param_number(job, "page_size", page_size, err)) < 0 ||
+    if ((status = add_param_number(job, KEY_PAGE_SIZE, page_size, err)) < 0 ||
         (status = add_param_number(job, "extra_pages", PAGED_EXTRA_PAGES, err)) < 0)
         return status;
     record->page_size = page_size;
@@ -769,9 +771,9 @@ static int build_metadata(const struct synth_params *params, cJSON *params_json,
     if (!metadata)
         return audit_fail(err, AUDIT_ENOMEM, "synth: out of memory for metadata");
     int status = AUDIT_ENOMEM;
-    if (!cJSON_AddStringToObject(metadata, "engine", "synth") ||
+    if (!cJSON_AddStringToObject(metadata, KEY_ENGINE, "synth") ||
         !cJSON_AddStringToObject(metadata, "family", params->family) ||
-        !cJSON_AddNumberToObject(metadata, "seed", (double)params->seed) ||
+        !cJSON_AddNumberToObject(metadata, KEY_SEED, (double)params->seed) ||
         !cJSON_AddStringToObject(metadata, "generator", SYNTH_GENERATOR))
         goto error;
     cJSON_AddItemToObject(metadata, "params", params_json);

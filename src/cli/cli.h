@@ -14,7 +14,7 @@ struct cli_command {
 
 extern const struct cli_command cmd_inspect, cmd_census, cmd_synth, cmd_devices, cmd_run,
     cmd_import, cmd_diff, cmd_extract, cmd_bench, cmd_report;
-extern const struct cli_command cmd_gate, cmd_merge;
+extern const struct cli_command cmd_gate, cmd_merge, cmd_compare;
 
 /* Options given before the command name (and accepted by the commands that use them). */
 struct cli_globals {
@@ -50,6 +50,12 @@ int cli_parse_uint(const char *text, unsigned long long max, unsigned long long 
 /* Parses a byte count: digits, optionally followed by K, M, G or T (binary multiples). Returns 0
  * or -1 (malformed, or beyond 2^64 - 1). */
 int cli_parse_bytes(const char *text, unsigned long long *value);
+
+/* Parses --engine-contract JSON ({"order": ..., "tie_break": ...}, engine_check.h) for command;
+ * returns 0, or EXIT_USAGE after printing the usage error. */
+struct engine_contract;
+int cli_parse_engine_contract(const struct cli_command *command, const char *text,
+                              struct engine_contract *contract);
 
 /* The tool version and git revision, e.g. "0.1.0 (g1a2b3c4)". */
 const char *cli_version(void);

@@ -139,17 +139,19 @@ static void print_phases(void)
 }
 #endif
 
-static void print_row(const char *backend, const char *family, const struct bench_shape *shape,
-                      const char *status, const struct bench_timing *timing, double floor_us)
+static void print_row(const struct bench_result *result)
 {
-    if (!timing) {
-        printf("%-13s %-7s %4u x %-7u %5u  %-12s\n", backend, family, shape->rows, shape->length,
-               shape->k, status);
+    const struct bench_shape *shape = result->shape;
+    const struct bench_timing *timing = &result->timing;
+    if (result->outcome != BENCH_TIMED) {
+        printf("%-13s %-7s %4u x %-7u %5u  %-12s\n", result->backend->name, result->family,
+               shape->rows, shape->length, shape->k, bench_outcome_name(result->outcome));
         return;
     }
-    printf("%-13s %-7s %4u x %-7u %5u  %10.2f %10.2f %10.2f %8.2f %7.2f\n", backend, family,
-           shape->rows, shape->length, shape->k, timing->median_us, timing->min_us,
-           timing->max_us, floor_us, timing->median_us / floor_us);
+    printf("%-13s %-7s %4u x %-7u %5u  %10.2f %10.2f %10.2f %8.2f %7.2f\n", result->backend->name,
+           result->family, shape->rows, shape->length, shape->k, timing->median_us,
+           timing->min_us, timing->max_us, result->hbm_floor_us,
+           timing->median_us / result->hbm_floor_us);
 }
 
 /* The results as they come: the table and the document (written once the bench is done). */
@@ -179,25 +181,15 @@ static void on_result(void *user, const struct bench_result *result)
 {
     struct bench_front *front = user;
     const bool table = front->options->table;
-    const char *name = result->backend->name;
     if (front->document && bench_json_add_result(front->document, result) < 0)
         front->out_of_memory = true;
-    if (result->outcome == BENCH_UNSUPPORTED) {
-        if (table)
-            print_row(name, result->family, result->shape, "unsupported", NULL, 0);
-        return;
-    }
-    if (result->outcome == BENCH_FAILED) {
-        if (table)
-            print_row(name, result->family, result->shape, "error", NULL, 0);
-        /* A lost device ends the bench with this error, which run_bench reports. */
-        if (!result->device_lost)
-            cli_print_message(&cmd_bench, "%s: %s", name, result->reason);
-        return;
-    }
     if (table)
-        print_row(name, result->family, result->shape, "ok", &result->timing,
-                  result->hbm_floor_us);
+        print_row(result);
+    /* A lost device ends the bench with this error, which run_bench reports. */
+    if (result->outcome == BENCH_FAILED && !result->device_lost)
+        cli_print_message(&cmd_bench, "%s: %s", result->backend->name, result->reason);
+    if (result->outcome != BENCH_TIMED)
+        return;
 #ifdef DSATOPK_PHASE_TIMING
     print_phases();
 #endif

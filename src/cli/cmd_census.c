@@ -21,6 +21,8 @@
 #include "error.h"
 #include "json_util.h"
 #include "terminal_text.h"
+#include "report_engine.h"
+#include "report_keys.h"
 
 #define MAX_KS 64
 #define MAX_SELECTED_RECORDS 4096
@@ -36,7 +38,9 @@ static const char census_usage[] =
     "whether the boundary is 0.0, the gap to the (k+1)-th value, and the predicted staging\n"
     "overflow of the radix-select kernels (candidates in the boundary's fp16-top-byte bin above\n"
     "4096 or 16384); aggregated as median/p90/max of the tie sets, min/median/p90 of the gaps and\n"
-    "counts of rows. Definitions: docs/REFERENCE.md. Without CAPTURE, every captures/*.bin.\n"
+    "counts of rows. A record that carries the engine's own selection (engine_indices) also gets\n"
+    "it judged at the record's k (\"engine\": exact, tie variant or wrong rows; docs/REPORT.md).\n"
+    "Definitions: docs/REFERENCE.md. Without CAPTURE, every captures/*.bin.\n"
     "\n"
     "options:\n"
     "  -k, --k LIST          comma-separated k values; 0 means each record's own k\n"
@@ -45,6 +49,9 @@ static const char census_usage[] =
     "                        (one line per record and k)\n"
     "  -o, --output FILE     write to FILE (atomically) instead of stdout\n"
     "  -r, --records LIST    only these record indices (comma-separated, 0-based) of each file\n"
+    "      --engine-contract JSON  the contract the engine's recorded selections are judged\n"
+    "                        under (as `run --engine-contract`; default: each record's\n"
+    "                        metadata \"contract\", else a valid top-k in any order)\n"
     "  -h, --help            show this help\n"
     "\n"
     "A truncated or corrupt capture: the records before the damage are reported, the file and\n"
@@ -61,7 +68,47 @@ struct census_options {
     size_t k_count;
     unsigned long long records[MAX_SELECTED_RECORDS];
     int record_count; /* 0: every record */
+    struct engine_contract engine_contract;
+    bool engine_contract_given;
 };
+
+static double number_at(const cJSON *object, const char *name);
+
+/* census_selection.record_extra: the engine's selection judged, as the record's "engine". */
+static int add_engine(void *user, const struct capture_record *record, cJSON *record_json,
+                      struct audit_error *err)
+{
+    const struct census_options *options = user;
+    struct engine_result *engine;
+    if (!record->engine_indices)
+        return AUDIT_OK;
+    if (!(engine = calloc(1, sizeof(*engine))))
+        return audit_fail(err, AUDIT_ENOMEM, "out of memory judging the engine's selection");
+    int status = engine_result_judge(
+        engine, record, NULL, options->engine_contract_given ? &options->engine_contract : NULL,
+        NULL, err);
+    cJSON *json = status == AUDIT_OK ? report_engine_json(engine, NULL) : NULL;
+    if (status == AUDIT_OK && !json)
+        status = audit_fail(err, AUDIT_ENOMEM, "out of memory writing the engine's selection");
+    if (json)
+        cJSON_AddItemToObject(record_json, KEY_ENGINE, json);
+    engine_result_release(engine);
+    free(engine);
+    return status;
+}
+
+static void print_engine(FILE *out, const cJSON *engine)
+{
+    const cJSON *by_kind = cJSON_GetObjectItemCaseSensitive(engine, KEY_ROWS_BY_KIND);
+    fprintf(out, "%6s engine %s: %.0f exact, %.0f tie_variant, %.0f wrong\n", "",
+            terminal_safe(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(engine, KEY_VERDICT))),
+            number_at(by_kind, engine_row_class_name(ENGINE_ROW_EXACT)),
+            number_at(by_kind, engine_row_class_name(ENGINE_ROW_TIE_VARIANT)),
+            number_at(by_kind, engine_row_class_name(ENGINE_ROW_WRONG)));
+    const cJSON *reason;
+    cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(engine, KEY_VERDICT_REASONS))
+        fprintf(out, "%6s   %s\n", "", terminal_safe(cJSON_GetStringValue(reason)));
+}
 
 /* What reading all files met, for the summary and the exit status. */
 struct census_totals {
@@ -129,11 +176,11 @@ static void print_table(FILE *out, const cJSON *document)
 {
     const cJSON *file;
     cJSON_ArrayForEach(file, cJSON_GetObjectItemCaseSensitive(document, "files")) {
-        const cJSON *records = cJSON_GetObjectItemCaseSensitive(file, "records");
+        const cJSON *records = cJSON_GetObjectItemCaseSensitive(file, KEY_RECORDS);
         fprintf(out, "# %s: %d records, %s\n",
-                terminal_safe(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, "path"))),
+                terminal_safe(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, KEY_PATH))),
                 cJSON_GetArraySize(records),
-                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, "status")));
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, KEY_STATUS)));
         if (cJSON_GetArraySize(records) > 0)
             fprintf(out, "%6s %7s %6s %7s %17s %9s %9s %9s %9s %19s\n", "record", "k", "rows",
                     "zero%", "tie med/p90/max", "underdet", "zero-bnd", "ovf>4096", "ovf>16384",
@@ -141,28 +188,28 @@ static void print_table(FILE *out, const cJSON *document)
         const cJSON *record;
         cJSON_ArrayForEach(record, records) {
             const cJSON *entry;
-            cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(record, "census")) {
-                const cJSON *ties = cJSON_GetObjectItemCaseSensitive(entry, "tie_set");
+            cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(record, KEY_CENSUS)) {
+                const cJSON *ties = cJSON_GetObjectItemCaseSensitive(entry, KEY_TIE_SET);
                 const cJSON *gap = cJSON_GetObjectItemCaseSensitive(entry, "gap");
                 char tie_text[48], gap_text[48], a[16], b[16], c[16];
                 double zero_fraction = number_at(entry, "zero_fraction");
                 snprintf(tie_text, sizeof(tie_text), "%s/%s/%s",
-                         format_count(a, sizeof(a), number_at(ties, "median")),
+                         format_count(a, sizeof(a), number_at(ties, KEY_MEDIAN)),
                          format_count(b, sizeof(b), number_at(ties, "p90")),
-                         format_count(c, sizeof(c), number_at(ties, "max")));
+                         format_count(c, sizeof(c), number_at(ties, KEY_MAX)));
                 snprintf(gap_text, sizeof(gap_text), "%s/%s",
-                         format_gap(a, sizeof(a), number_at(gap, "min")),
-                         format_gap(b, sizeof(b), number_at(gap, "median")));
+                         format_gap(a, sizeof(a), number_at(gap, KEY_MIN)),
+                         format_gap(b, sizeof(b), number_at(gap, KEY_MEDIAN)));
                 char k_text[16];
-                snprintf(k_text, sizeof(k_text), "%.0f%s", number_at(entry, "k"),
-                         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(entry, "record_k")) ? "*"
+                snprintf(k_text, sizeof(k_text), "%.0f%s", number_at(entry, KEY_K),
+                         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(entry, KEY_RECORD_K)) ? "*"
                                                                                             : "");
                 char zero_text[16];
                 if (isnan(zero_fraction))
                     snprintf(zero_text, sizeof(zero_text), "-");
                 else
                     snprintf(zero_text, sizeof(zero_text), "%.2f", 100.0 * zero_fraction);
-                double rows = number_at(entry, "rows");
+                double rows = number_at(entry, KEY_ROWS);
                 static const char *const row_counts[4] = {
                     "underdetermined_rows", "zero_boundary_rows", "radix_overflow_rows",
                     "filtered_overflow_rows",
@@ -172,14 +219,17 @@ static void print_table(FILE *out, const cJSON *document)
                     snprintf(counts[i], sizeof(counts[i]), "%.0f/%.0f",
                              number_at(entry, row_counts[i]), rows);
                 fprintf(out, "%6.0f %7s %6.0f %7s %17s %9s %9s %9s %9s %19s\n",
-                        number_at(record, "record"), k_text, rows, zero_text, tie_text, counts[0],
+                        number_at(record, KEY_RECORD), k_text, rows, zero_text, tie_text, counts[0],
                         counts[1], counts[2], counts[3], gap_text);
             }
+            const cJSON *engine = cJSON_GetObjectItemCaseSensitive(record, KEY_ENGINE);
+            if (cJSON_IsObject(engine))
+                print_engine(out, engine);
         }
-        const cJSON *error = cJSON_GetObjectItemCaseSensitive(file, "error");
+        const cJSON *error = cJSON_GetObjectItemCaseSensitive(file, KEY_ERROR);
         if (cJSON_IsObject(error))
             fprintf(out, "# %s\n", terminal_safe(cJSON_GetStringValue(
-                                        cJSON_GetObjectItemCaseSensitive(error, "message"))));
+                                        cJSON_GetObjectItemCaseSensitive(error, KEY_MESSAGE))));
     }
     fprintf(out, "# k* is the record's own k; underdet, zero-bnd, ovf: rows/rows of the record\n");
 }
@@ -193,6 +243,7 @@ static int parse_options(int argc, char **argv, struct census_options *options)
         { "format", required_argument, NULL, 'f' },
         { "output", required_argument, NULL, 'o' },
         { "records", required_argument, NULL, 'r' },
+        { "engine-contract", required_argument, NULL, 'e' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -238,6 +289,11 @@ static int parse_options(int argc, char **argv, struct census_options *options)
                                        "--records: '%s' is not a comma-separated list of at most "
                                        "%d record indices",
                                        optarg, MAX_SELECTED_RECORDS);
+            break;
+        case 'e':
+            if (cli_parse_engine_contract(&cmd_census, optarg, &options->engine_contract) != 0)
+                return EXIT_USAGE;
+            options->engine_contract_given = true;
             break;
         case 'h': help = true; break;
         default: return cli_option_error(&cmd_census, option, argv);
@@ -287,6 +343,8 @@ static int run_census(int argc, char **argv)
         .k_count = options.k_count,
         .records = options.record_count ? options.records : NULL,
         .record_count = (size_t)options.record_count,
+        .record_extra = add_engine,
+        .record_user = &options,
     };
     document = census_json_begin(&context, &selection);
     if (!document)

@@ -44,7 +44,7 @@ static const char devices_usage[] =
     "  --k LIST                    comma-separated k values (default 512,1024,2048,4096)\n"
     "  --length L                  row length the decisions assume (default 131072)\n"
     "  --rows B                    rows per call the decisions assume (default 1)\n"
-    "  --format FORMAT             table (default) or json (schema dsatopk-audit/devices, v2)\n"
+    "  --format FORMAT             table (default) or json (schema dsatopk-audit/devices, v3)\n"
     "  --emulate-smem-per-sm BYTES report BYTES of shared memory per SM (and at most that, less\n"
     "                              the per-block reserve, per block), e.g. 102400 for GB10; the\n"
     "                              global option of the same name does the same\n"
@@ -127,14 +127,6 @@ static int parse_options(int argc, char **argv, struct devices_options *options)
 }
 
 /* "13.0" from CUDA's 13000; "none" for 0. */
-static void version_text(int version, char *text, size_t size)
-{
-    if (version <= 0)
-        snprintf(text, size, "none");
-    else
-        snprintf(text, size, "%d.%d", version / 1000, (version % 1000) / 10);
-}
-
 static const char *string_of(const cJSON *object, const char *name)
 {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, name);
@@ -147,6 +139,13 @@ static double number_of(const cJSON *object, const char *name)
     return cJSON_IsNumber(item) ? item->valuedouble : 0;
 }
 
+/* A CUDA version's text, "none" when null (no driver). */
+static const char *version_of(const cJSON *object, const char *name)
+{
+    const char *text = string_of(object, name);
+    return text[0] ? text : "none";
+}
+
 static bool bool_of(const cJSON *object, const char *name)
 {
     return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(object, name));
@@ -154,28 +153,29 @@ static bool bool_of(const cJSON *object, const char *name)
 
 static void print_device_table(FILE *out, const cJSON *device, const cJSON *query)
 {
-    char driver[16], runtime[16];
     const cJSON *backend;
-    version_text((int)number_of(device, "driver_version"), driver, sizeof(driver));
-    version_text((int)number_of(device, "runtime_version"), runtime, sizeof(runtime));
     if (bool_of(device, "described"))
-        fprintf(out, "\ndescribed device: %s\n", string_of(device, "name"));
+        fprintf(out, "\ndescribed device: %s\n", string_of(device, KEY_NAME));
     else
-        fprintf(out, "\ndevice %.0f: %s\n", number_of(device, "ordinal"), string_of(device, "name"));
-    fprintf(out, "  compute capability     %s\n", string_of(device, "compute_capability"));
-    fprintf(out, "  SMs                    %.0f\n", number_of(device, "sm_count"));
-    if (bool_of(device, "smem_emulated"))
+        fprintf(out, "\ndevice %.0f: %s\n", number_of(device, KEY_ORDINAL),
+                string_of(device, KEY_NAME));
+    fprintf(out, "  compute capability     %s\n", string_of(device, KEY_COMPUTE_CAPABILITY));
+    fprintf(out, "  SMs                    %.0f\n", number_of(device, KEY_SM_COUNT));
+    if (bool_of(device, KEY_SMEM_EMULATED))
         fprintf(out, "  shared memory per SM   %.0f B emulated (reported %.0f B)\n",
-                number_of(device, "smem_per_sm"), number_of(device, "reported_smem_per_sm"));
+                number_of(device, KEY_SMEM_PER_SM_BYTES),
+                number_of(device, KEY_REPORTED_SMEM_PER_SM_BYTES));
     else
-        fprintf(out, "  shared memory per SM   %.0f B\n", number_of(device, "smem_per_sm"));
-    fprintf(out, "  per block (opt-in)     %.0f B%s\n", number_of(device, "smem_per_block_optin"),
-            bool_of(device, "smem_emulated") ? " emulated" : "");
-    fprintf(out, "  L2 cache               %.0f B\n", number_of(device, "l2_bytes"));
+        fprintf(out, "  shared memory per SM   %.0f B\n", number_of(device, KEY_SMEM_PER_SM_BYTES));
+    fprintf(out, "  per block (opt-in)     %.0f B%s\n",
+            number_of(device, KEY_SMEM_PER_BLOCK_OPTIN_BYTES),
+            bool_of(device, KEY_SMEM_EMULATED) ? " emulated" : "");
+    fprintf(out, "  L2 cache               %.0f B\n", number_of(device, KEY_L2_BYTES));
     fprintf(out, "  global memory          %.0f B (%.1f GiB)\n",
-            number_of(device, "global_memory_bytes"),
-            number_of(device, "global_memory_bytes") / (1024.0 * 1024.0 * 1024.0));
-    fprintf(out, "  driver / runtime       %s / %s\n", driver, runtime);
+            number_of(device, KEY_GLOBAL_MEMORY_BYTES),
+            number_of(device, KEY_GLOBAL_MEMORY_BYTES) / (1024.0 * 1024.0 * 1024.0));
+    fprintf(out, "  driver / runtime       %s / %s\n", version_of(device, KEY_DRIVER_VERSION),
+            version_of(device, KEY_RUNTIME_VERSION));
     const cJSON *fit = cJSON_GetObjectItemCaseSensitive(device, "clusters_at_once");
     if (cJSON_IsArray(fit)) {
         /* "4:30" = 30 clusters of 4 CTAs, one per SM, at once (GPC packing) */
@@ -187,14 +187,14 @@ static void print_device_table(FILE *out, const cJSON *device, const cJSON *quer
         fprintf(out, "\n");
     }
     fprintf(out, "  decisions at length %.0f, %.0f row(s) per call:\n",
-            number_of(query, "length"), number_of(query, "rows"));
-    cJSON_ArrayForEach(backend, cJSON_GetObjectItemCaseSensitive(device, "backends")) {
+            number_of(query, "length"), number_of(query, KEY_ROWS));
+    cJSON_ArrayForEach(backend, cJSON_GetObjectItemCaseSensitive(device, KEY_BACKENDS)) {
         const cJSON *decision;
-        fprintf(out, "    %s (%s)\n", string_of(backend, "name"), string_of(backend, "level"));
+        fprintf(out, "    %s (%s)\n", string_of(backend, KEY_NAME), string_of(backend, KEY_LEVEL));
         cJSON_ArrayForEach(decision, cJSON_GetObjectItemCaseSensitive(backend, "decisions")) {
             char k_text[32];
-            const char *reason = string_of(decision, "reason");
-            snprintf(k_text, sizeof(k_text), "k=%.0f", number_of(decision, "k"));
+            const char *reason = string_of(decision, KEY_REASON);
+            snprintf(k_text, sizeof(k_text), "k=%.0f", number_of(decision, KEY_K));
             fprintf(out, "      %-8s %-13s %s\n", k_text,
                     bool_of(decision, "supported") ? "supported" : "NOT supported", reason);
         }
@@ -206,31 +206,29 @@ static void print_table(FILE *out, const cJSON *document)
     const cJSON *cuda = cJSON_GetObjectItemCaseSensitive(document, "cuda");
     const cJSON *query = cJSON_GetObjectItemCaseSensitive(document, "query");
     const cJSON *item;
-    char driver[16], runtime[16];
-    version_text((int)number_of(cuda, "driver_version"), driver, sizeof(driver));
-    version_text((int)number_of(cuda, "runtime_version"), runtime, sizeof(runtime));
     if (number_of(cuda, "device_count") == 0)
         fprintf(out, "no CUDA device: %s\n", string_of(cuda, "no_device_reason"));
     else
         fprintf(out, "CUDA devices: %.0f\n", number_of(cuda, "device_count"));
-    fprintf(out, "driver %s, runtime %s\n", driver, runtime);
+    fprintf(out, "driver %s, runtime %s\n", version_of(cuda, KEY_DRIVER_VERSION),
+            version_of(cuda, KEY_RUNTIME_VERSION));
 
     fprintf(out, "\nbackends:\n");
-    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(document, "backends")) {
-        fprintf(out, "  %-13s %-15s %s\n", string_of(item, "name"), string_of(item, "level"),
-                string_of(item, "summary"));
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(document, KEY_BACKENDS)) {
+        fprintf(out, "  %-13s %-15s %s\n", string_of(item, KEY_NAME), string_of(item, KEY_LEVEL),
+                string_of(item, KEY_SUMMARY));
         fprintf(out, "  %-13s %-15s promises:%s%s%s%s%s\n", "", "",
-                bool_of(item, "exact_set") ? " exact_set" : "",
-                bool_of(item, "smallest_index_ties") ? " smallest_index_ties" : "",
-                bool_of(item, "canonical_order") ? " canonical_order" : "",
-                bool_of(item, "index_ascending") ? " index_ascending" : "",
-                !bool_of(item, "exact_set") && !bool_of(item, "smallest_index_ties") &&
-                        !bool_of(item, "canonical_order") && !bool_of(item, "index_ascending")
+                bool_of(item, KEY_EXACT_SET) ? " exact_set" : "",
+                bool_of(item, KEY_SMALLEST_INDEX_TIES) ? " smallest_index_ties" : "",
+                bool_of(item, KEY_CANONICAL_ORDER) ? " canonical_order" : "",
+                bool_of(item, KEY_INDEX_ASCENDING) ? " index_ascending" : "",
+                !bool_of(item, KEY_EXACT_SET) && !bool_of(item, KEY_SMALLEST_INDEX_TIES) &&
+                        !bool_of(item, KEY_CANONICAL_ORDER) && !bool_of(item, KEY_INDEX_ASCENDING)
                     ? " none"
                     : "");
         fprintf(out, "  %-13s %-15s limits: %s\n", "", "", string_of(item, "limits"));
     }
-    const cJSON *devices = cJSON_GetObjectItemCaseSensitive(document, "devices");
+    const cJSON *devices = cJSON_GetObjectItemCaseSensitive(document, KEY_DEVICES);
     if (number_of(cuda, "device_count") == 0) {
         if (cJSON_GetArraySize(devices) > 0)
             fprintf(out, "\nno GPU here: the decisions below are for a described H200-like device "

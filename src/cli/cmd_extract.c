@@ -44,17 +44,21 @@ static const char extract_usage[] =
     "                        IN.bin, the rows listed in records[].backends[] under\n"
     "                        flapping_rows[].row, wrong_rows[], graph.flapping_rows[].row,\n"
     "                        batch_invariance.dependent_rows[].row and the row lists of\n"
-    "                        predicted_vs_observed; records are matched by \"index\" and, when\n"
-    "                        the report names files, by file (path, then file name)\n"
-    "  --backend NAME        with --from-report: only that backend's rows\n"
+    "                        predicted_vs_observed, and the engine's wrong rows\n"
+    "                        (records[].engine.wrong_rows[].row); records are matched by\n"
+    "                        \"index\" and, when the report names files, by file (path, then\n"
+    "                        file name)\n"
+    "  --backend NAME        with --from-report: only that backend's rows (engine: only the\n"
+    "                        engine's wrong rows)\n"
     "  --compress            zlib-compress the payloads\n"
     "  -o, --output OUT.bin  the capture file to write\n"
     "  -h, --help            show this help\n"
     "\n"
     "exit codes: 0 written; 2 usage error, including a --records or --rows number that IN.bin\n"
-    "            does not have; 3 unreadable or corrupt IN.bin or report, a report naming a\n"
-    "            record or row IN.bin does not have or giving a record another\n"
-    "            payload_sha256, or a report with no row to extract; 4 out of memory\n";
+    "            does not have; 3 unreadable or corrupt IN.bin or report (also a report of a\n"
+    "            newer schema_version), a report naming a record or row IN.bin does not have\n"
+    "            or giving a record another payload_sha256, or a report with no row to\n"
+    "            extract; 4 out of memory\n";
 
 struct extract_options {
     const char *input, *output, *report, *backend;
@@ -252,23 +256,23 @@ static int provenance_metadata(const struct capture_record *source,
                           "object", options->input, source->index);
     }
     cJSON *provenance = cJSON_CreateObject();
-    cJSON *row_list = provenance ? cJSON_AddArrayToObject(provenance, "rows") : NULL;
+    cJSON *row_list = provenance ? cJSON_AddArrayToObject(provenance, KEY_ROWS) : NULL;
     if (!row_list)
         goto out_of_memory;
-    cJSON_AddStringToObject(provenance, "file", options->input);
-    json_add_u64(provenance, "record", source->index);
+    cJSON_AddStringToObject(provenance, KEY_FILE, options->input);
+    json_add_u64(provenance, KEY_RECORD, source->index);
     for (size_t i = 0; i < count; i++)
         cJSON_AddItemToArray(row_list, cJSON_CreateNumber(rows[i]));
-    json_add_hex(provenance, "payload_sha256", source->payload_sha256,
+    json_add_hex(provenance, KEY_PAYLOAD_SHA256, source->payload_sha256,
                  sizeof(source->payload_sha256));
     if (options->report)
-        cJSON_AddStringToObject(provenance, "report", options->report);
+        cJSON_AddStringToObject(provenance, KEY_REPORT, options->report);
     if (options->backend)
-        cJSON_AddStringToObject(provenance, "backend", options->backend);
-    cJSON *previous = cJSON_DetachItemFromObjectCaseSensitive(metadata, "extracted_from");
+        cJSON_AddStringToObject(provenance, KEY_BACKEND, options->backend);
+    cJSON *previous = cJSON_DetachItemFromObjectCaseSensitive(metadata, KEY_EXTRACTED_FROM);
     if (previous)
-        cJSON_AddItemToObject(provenance, "previous", previous);
-    cJSON_AddItemToObject(metadata, "extracted_from", provenance);
+        cJSON_AddItemToObject(provenance, KEY_PREVIOUS, previous);
+    cJSON_AddItemToObject(metadata, KEY_EXTRACTED_FROM, provenance);
     provenance = NULL;
     char *printed = cJSON_PrintUnformatted(metadata);
     if (!printed || !(*text = malloc(strlen(printed) + 1))) {

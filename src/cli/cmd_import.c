@@ -16,6 +16,8 @@
 #include "capture.h"
 #include "capture_tail.h"
 #include "cli.h"
+#include "document_keys.h"
+#include "engine_check.h"
 #include "error.h"
 #include "json_strict.h"
 #include "json_util.h"
@@ -44,7 +46,9 @@ static const char import_usage[] =
     "  --k K                         the call's k (required)\n"
     "  --metadata JSON               a JSON object (or @FILE holding one) stored with the record;\n"
     "                                \"imported_from\" (paths, tensors, dtypes, shapes, SHA-256\n"
-    "                                of every input file) is added to it\n"
+    "                                of every input file) is added to it; a \"contract\"\n"
+    "                                ({\"order\": ..., \"tie_break\": ...}, docs/FORMAT.md) is\n"
+    "                                checked\n"
     "  --compress                    zlib-compress the payload\n"
     "  --append                      append to OUT.bin instead of replacing it\n"
     "  --repair-tail                 with --append: first cut a torn or corrupt last record\n"
@@ -176,7 +180,20 @@ static int parse_metadata(const char *text, cJSON **metadata, struct audit_error
         *metadata = NULL;
         return audit_fail(err, AUDIT_EUSAGE, "--metadata: must be a JSON object {...}");
     }
-    return AUDIT_OK;
+    /* The engine's contract is judged by run, census, diff and compare: a typo is refused here
+     * rather than when the capture is audited. */
+    const cJSON *contract = cJSON_GetObjectItemCaseSensitive(*metadata, KEY_CONTRACT);
+    char *contract_text = contract ? cJSON_PrintUnformatted(contract) : NULL;
+    struct engine_contract parsed;
+    int status = contract ? engine_contract_parse(contract_text, "--metadata",
+                                                  ENGINE_CONTRACT_METADATA, &parsed, err)
+                          : AUDIT_OK;
+    cJSON_free(contract_text);
+    if (status < 0) {
+        cJSON_Delete(*metadata);
+        *metadata = NULL;
+    }
+    return status;
 }
 
 static void format_shape(const struct host_tensor *tensor, char *out, size_t size)
@@ -195,7 +212,7 @@ static cJSON *provenance_json(const struct host_tensor *tensor)
     cJSON *entry = cJSON_CreateObject();
     if (!entry)
         return NULL;
-    cJSON_AddStringToObject(entry, "path", tensor->path ? tensor->path : tensor->label);
+    cJSON_AddStringToObject(entry, KEY_PATH, tensor->path ? tensor->path : tensor->label);
     if (tensor->tensor_name)
         cJSON_AddStringToObject(entry, "tensor", tensor->tensor_name);
     else
@@ -207,7 +224,7 @@ static cJSON *provenance_json(const struct host_tensor *tensor)
     cJSON *shape = cJSON_AddArrayToObject(entry, "shape");
     for (int d = 0; shape && d < tensor->ndim; d++)
         cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)tensor->shape[d]));
-    json_add_hex(entry, "sha256", tensor->file_sha256, sizeof(tensor->file_sha256));
+    json_add_hex(entry, KEY_SHA256, tensor->file_sha256, sizeof(tensor->file_sha256));
     if (tensor->safetensors_metadata_json) {
         cJSON *metadata = cJSON_Parse(tensor->safetensors_metadata_json);
         if (metadata)
@@ -398,7 +415,7 @@ static int import_record(const struct import_options *options, struct audit_erro
         snprintf(lengths_label, sizeof(lengths_label), "(default: the row length)");
     }
     if (options->row_starts &&
-        (status = load_int_array("--row-starts", options->row_starts, "row_starts", 1, rows,
+        (status = load_int_array("--row-starts", options->row_starts, KEY_ROW_STARTS, 1, rows,
                                  ANY_EXTENT,
                                  &record.row_starts, NULL, row_starts_label,
                                  sizeof(row_starts_label), files, err)) < 0)
@@ -408,7 +425,7 @@ static int import_record(const struct import_options *options, struct audit_erro
 
     if (options->page_table) {
         record.page_size = (uint32_t)options->page_size;
-        if ((status = load_int_array("--page-table", options->page_table, "page_table", 2, rows,
+        if ((status = load_int_array("--page-table", options->page_table, KEY_PAGE_TABLE, 2, rows,
                                      ANY_EXTENT,
                                      &record.page_table, &record.page_table_cols, unused_label,
                                      sizeof(unused_label), files, err)) < 0)
@@ -421,7 +438,7 @@ static int import_record(const struct import_options *options, struct audit_erro
             goto done;
     }
     if (options->engine_indices &&
-        (status = load_int_array("--engine-indices", options->engine_indices, "engine_indices", 2,
+        (status = load_int_array("--engine-indices", options->engine_indices, KEY_ENGINE_INDICES, 2,
                                  rows, options->k, &record.engine_indices, NULL, unused_label,
                                  sizeof(unused_label), files, err)) < 0)
         goto done;

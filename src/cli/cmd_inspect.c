@@ -105,14 +105,14 @@ static void format_sections(const cJSON *record, char *text, size_t size)
 {
     size_t used = 0;
     text[0] = '\0';
-    if (bool_field(record, "row_starts"))
+    if (bool_field(record, KEY_ROW_STARTS))
         used += (size_t)snprintf(text + used, size - used, "row_starts,");
-    if (bool_field(record, "page_table"))
+    if (bool_field(record, KEY_PAGE_TABLE))
         used += (size_t)snprintf(text + used, size - used, "page_table/%.0f,",
-                                 number_field(record, "page_size"));
-    if (bool_field(record, "engine_indices"))
+                                 number_field(record, KEY_PAGE_SIZE));
+    if (bool_field(record, KEY_ENGINE_INDICES))
         used += (size_t)snprintf(text + used, size - used, "engine_indices,");
-    if (bool_field(record, "compressed"))
+    if (bool_field(record, KEY_COMPRESSED))
         used += (size_t)snprintf(text + used, size - used, "zlib,");
     if (used > 0)
         text[used - 1] = '\0';
@@ -137,18 +137,18 @@ static void print_table_record(FILE *out, const cJSON *record, int sections_widt
     snprintf(length_range, sizeof(length_range), "%.0f..%.0f", number_field(record, "length_min"),
              number_field(record, "length_max"));
 
-    char *metadata = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(record, "metadata"));
+    char *metadata = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(record, KEY_METADATA));
     const char *ellipsis = "";
     if (metadata && strlen(metadata) > TABLE_METADATA_CHARS) {
         metadata[TABLE_METADATA_CHARS] = '\0';
         ellipsis = "...";
     }
     fprintf(out, "%6.0f %12.0f %8.0f %7.0f %10.0f %-17s %-*s %12.0f %12.0f %-9s %s %s%s\n",
-            number_field(record, "index"), number_field(record, "offset_bytes"),
-            number_field(record, "rows"), number_field(record, "k"),
-            number_field(record, "row_stride"), length_range, sections_width, sections,
+            number_field(record, KEY_INDEX), number_field(record, "offset_bytes"),
+            number_field(record, KEY_ROWS), number_field(record, KEY_K),
+            number_field(record, KEY_ROW_STRIDE), length_range, sections_width, sections,
             number_field(record, "stored_bytes"), number_field(record, "raw_bytes"),
-            string_field(record, "checksum"), string_field(record, "payload_sha256"),
+            string_field(record, "checksum"), string_field(record, KEY_PAYLOAD_SHA256),
             metadata ? terminal_safe(metadata) : "?", ellipsis);
     cJSON_free(metadata);
 }
@@ -157,12 +157,12 @@ static void print_table(FILE *out, const cJSON *document)
 {
     const cJSON *file;
     cJSON_ArrayForEach(file, cJSON_GetObjectItemCaseSensitive(document, "files")) {
-        const cJSON *records = cJSON_GetObjectItemCaseSensitive(file, "records");
-        const cJSON *error = cJSON_GetObjectItemCaseSensitive(file, "error");
+        const cJSON *records = cJSON_GetObjectItemCaseSensitive(file, KEY_RECORDS);
+        const cJSON *error = cJSON_GetObjectItemCaseSensitive(file, KEY_ERROR);
         const cJSON *record;
-        const char *status = string_field(file, "status");
+        const char *status = string_field(file, KEY_STATUS);
         int record_count = cJSON_GetArraySize(records);
-        fprintf(out, "# %s: %d record%s", terminal_safe(string_field(file, "path")), record_count,
+        fprintf(out, "# %s: %d record%s", terminal_safe(string_field(file, KEY_PATH)), record_count,
                 record_count == 1 ? "" : "s");
         if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(file, "size_bytes")))
             fprintf(out, ", %.0f bytes", number_field(file, "size_bytes"));
@@ -176,22 +176,22 @@ static void print_table(FILE *out, const cJSON *document)
             if ((int)strlen(sections) > sections_width)
                 sections_width = (int)strlen(sections);
         }
-        bool error_has_record = cJSON_GetObjectItemCaseSensitive(error, "record") != NULL;
+        bool error_has_record = cJSON_GetObjectItemCaseSensitive(error, KEY_RECORD) != NULL;
         if (error_has_record || record_count > 0)
             print_table_header(out, sections_width);
         cJSON_ArrayForEach(record, records) print_table_record(out, record, sections_width);
         if (error_has_record)
             fprintf(out, "%6.0f %12.0f %8s %7s %10s %-17s %-*s %12s %12s %-9s %s\n",
-                    number_field(error, "record"), number_field(error, "offset_bytes"), "-", "-",
+                    number_field(error, KEY_RECORD), number_field(error, "offset_bytes"), "-", "-",
                     "-", "-", sections_width, "-", "-", "-", status,
-                    terminal_safe(string_field(error, "message")));
+                    terminal_safe(string_field(error, KEY_MESSAGE)));
         else if (cJSON_IsObject(error))
-            fprintf(out, "# %s\n", terminal_safe(string_field(error, "message")));
+            fprintf(out, "# %s\n", terminal_safe(string_field(error, KEY_MESSAGE)));
     }
-    const cJSON *summary = cJSON_GetObjectItemCaseSensitive(document, "summary");
+    const cJSON *summary = cJSON_GetObjectItemCaseSensitive(document, KEY_SUMMARY);
     fprintf(out, "# files: %.0f, records: %.0f, truncated: %.0f, corrupt: %.0f, too large: %.0f, "
             "unreadable: %.0f, out of memory: %.0f\n",
-            number_field(summary, "files"), number_field(summary, "records"),
+            number_field(summary, "files"), number_field(summary, KEY_RECORDS),
             number_field(summary, "truncated_files"), number_field(summary, "corrupt_files"),
             number_field(summary, "too_large_files"), number_field(summary, "unreadable_files"),
             number_field(summary, "out_of_memory_files"));

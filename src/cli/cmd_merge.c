@@ -87,25 +87,18 @@ static int run_merge(int argc, char **argv)
         goto failed;
     if (json_write_file(out_path, merged, &err) < 0)
         goto failed;
-    if (missing) {
-        const cJSON *reason = cJSON_GetObjectItemCaseSensitive(merged, KEY_STOP_REASON);
+    struct gate_merge_totals totals;
+    gate_merge_totals(merged, &totals);
+    if (missing)
         cli_print_message(&cmd_merge, "warning: %s; the merged report is incomplete",
-                          cJSON_IsString(reason) ? reason->valuestring : "shards missing");
-    }
-    if (!quiet) {
-        const cJSON *summary = cJSON_GetObjectItemCaseSensitive(merged, KEY_SUMMARY);
-        const cJSON *records = cJSON_GetObjectItemCaseSensitive(summary, KEY_RECORDS);
-        const cJSON *fail = cJSON_GetObjectItemCaseSensitive(summary, KEY_BACKENDS_FAIL);
-        const cJSON *input_errors = cJSON_GetObjectItemCaseSensitive(summary, KEY_INPUT_ERRORS);
+                          totals.stop_reason ? totals.stop_reason : "shards missing");
+    if (!quiet)
         fprintf(strcmp(out_path, "-") == 0 ? stderr : stdout,
                 "# merged %zu shard report(s): %.0f record(s), %.0f failing backend run(s), "
                 "%.0f input error(s)%s%s\n",
-                count, cJSON_IsNumber(records) ? records->valuedouble : 0,
-                cJSON_IsNumber(fail) ? fail->valuedouble : 0,
-                cJSON_IsNumber(input_errors) ? input_errors->valuedouble : 0,
+                count, totals.records, totals.backends_fail, totals.input_errors,
                 strcmp(out_path, "-") == 0 ? "" : "; report: ",
                 strcmp(out_path, "-") == 0 ? "" : out_path);
-    }
     goto done;
 failed:
     cli_print_message(&cmd_merge, "%s", err.message);

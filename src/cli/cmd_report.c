@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "error.h"
+#include "gate.h"
 #include "html_report.h"
 #include "json_util.h"
 #include "report_keys.h"
@@ -34,8 +35,9 @@ static const char report_usage[] =
     "  -h, --help          show this help\n"
     "\n"
     "exit codes: 0 written; 2 usage error; 3 REPORT or VERDICT unreadable, not JSON (the strict\n"
-    "            dialect of docs/FORMAT.md), without a schema and schema_version or of another\n"
-    "            schema or version, or the page could not be written; 4 out of memory\n";
+    "            dialect of docs/FORMAT.md), without a schema and schema_version, of another\n"
+    "            schema or of a newer schema_version, a VERDICT made from another report, or\n"
+    "            the page could not be written; 4 out of memory\n";
 
 struct report_options {
     const char *report_path;
@@ -92,31 +94,20 @@ static int parse_options(int argc, char **argv, struct report_options *options)
 }
 
 /* Reads path and checks that it is a document of the expected schema and a version this tool
- * reads: a JSON object without them ({} included) is not a report, so it is refused rather than
- * drawn as an empty page. Past that the page is drawn from whatever fields are there. */
+ * reads (document_schema_check, both fields required): a JSON object without them ({} included)
+ * is not a report, so it is refused rather than drawn as an empty page; one of another schema is
+ * most likely the wrong file. Past that the page is drawn from whatever fields are there. */
 static int read_document(const char *path, const char *schema, int current_version,
                          cJSON **json_out, struct audit_error *err)
 {
     struct json_reader reader = { path, err };
-    const char *found = NULL;
     const cJSON *records = NULL;
-    uint64_t version = 0;
     cJSON *json = NULL;
     *json_out = NULL;
     int status = json_read_file(path, &json, err);
     if (status != AUDIT_OK)
         return status;
-    if (!cJSON_IsObject(json))
-        status = json_field_error(&reader, "$", NULL, "not a JSON object (expected a %s document)",
-                                  schema);
-    if (status == AUDIT_OK)
-        status = json_field_string(&reader, json, "$", KEY_SCHEMA, FIELD_REQUIRED, &found);
-    if (status == AUDIT_OK && strcmp(found, schema) != 0)
-        status = audit_fail(err, AUDIT_EDATA, "%s: schema \"%.200s\" is not %s", path, found,
-                            schema);
-    if (status == AUDIT_OK)
-        status = json_field_schema_version(&reader, json, "$", schema, FIELD_REQUIRED,
-                                           current_version, &version);
+    status = document_schema_check(path, json, schema, current_version, NULL, err);
     if (status == AUDIT_OK && strcmp(schema, REPORT_SCHEMA) == 0)
         status = json_field_array(&reader, json, "$", KEY_RECORDS, FIELD_REQUIRED, &records);
     if (status != AUDIT_OK) {
@@ -140,6 +131,14 @@ static int run_report(int argc, char **argv)
         read_document(options.report_path, REPORT_SCHEMA, REPORT_SCHEMA_VERSION, &report, &err);
     if (status == AUDIT_OK && options.gate_path)
         status = read_document(options.gate_path, GATE_SCHEMA, GATE_SCHEMA_VERSION, &verdict, &err);
+    bool unidentified = false;
+    if (status == AUDIT_OK && verdict)
+        status = gate_verdict_check_report(verdict, options.gate_path, report,
+                                           options.report_path, &unidentified, &err);
+    if (unidentified)
+        cli_print_message(&cmd_report, "warning: %s names no report it judged (no report_sha256, "
+                          "host or utc_time): drawn with %s as given",
+                          options.gate_path, options.report_path);
     if (status == AUDIT_OK)
         status = html_report_write(options.output_path, report, verdict, &err);
     if (status != AUDIT_OK)

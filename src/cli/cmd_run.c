@@ -58,6 +58,10 @@ static const char run_usage[] =
     "  --records LIST           only these records of each file (e.g. 0,3-5)\n"
     "  --rows LIST              only these rows of each record (row numbers stay those of the file)\n"
     "  --k N                    replace each record's k\n"
+    "  --engine-contract JSON   what the engine promises about its recorded selections, e.g.\n"
+    "                           '{\"order\": \"sorted\", \"tie_break\": \"small\"}' (overrides\n"
+    "                           each record's metadata \"contract\"; default: a valid top-k in\n"
+    "                           any order)\n"
     "  --device N               CUDA device ordinal (default 0)\n"
     "  --devices LIST           run the whole audit on each listed device in turn (e.g. 0,1 or\n"
     "                           all; a device listed twice is compared with itself) and add a\n"
@@ -77,9 +81,15 @@ static const char run_usage[] =
     "  --quiet                  no table, summary or progress line\n"
     "  -h, --help               show this help\n"
     "\n"
+    "Records that carry the engine's own selection (engine_indices) have it judged against the\n"
+    "CPU reference at the record's k, with or without a GPU: exact, tie variant (a valid top-k\n"
+    "with other boundary ties) or wrong (each wrong row and index is named).\n"
+    "\n"
     "exit codes: 0 every backend run meets its claimed level (unsupported and unavailable do not\n"
-    "            fail); 1 a backend failed its level or hit an error, or devices that must agree\n"
-    "            (--devices) disagree; 2 usage error (also a --rows row a record does not have);\n"
+    "            fail) and no engine selection is wrong; 1 a backend failed its level or hit an\n"
+    "            error, an engine selection is wrong, or devices that must agree (--devices)\n"
+    "            disagree; 2 usage error (also --records or --rows that select nothing, and a\n"
+    "            --rows row a record does not have);\n"
     "            3 a capture is missing, corrupt or truncated (the records before it are in the\n"
     "            report); 4 the device failed and stopped the GPU work (any --devices entry) or\n"
     "            the host ran out of memory; 130 (SIGINT) or 143 (SIGTERM): interrupted, the\n"
@@ -104,6 +114,8 @@ struct run_options {
     uint32_t *rows;    /* sorted, unique; NULL: all */
     size_t row_count;
     uint32_t k_override;
+    struct engine_contract engine_contract;
+    bool engine_contract_given;
     int device;
     bool device_given;
     int devices[RUN_MAX_DEVICES]; /* --devices, in order; device_count 0: not given */
@@ -146,6 +158,7 @@ enum run_option_id {
     OPTION_PLUGIN,
     OPTION_TIMEOUT,
     OPTION_NO_GPU_PREFILTER,
+    OPTION_ENGINE_CONTRACT,
 };
 
 static int parse_backends(const char *text, struct run_options *options)
@@ -314,6 +327,7 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
         { "plugin", required_argument, NULL, OPTION_PLUGIN },
         { "timeout", required_argument, NULL, OPTION_TIMEOUT },
         { "no-gpu-prefilter", no_argument, NULL, OPTION_NO_GPU_PREFILTER },
+        { "engine-contract", required_argument, NULL, OPTION_ENGINE_CONTRACT },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -380,6 +394,11 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
                 return cli_usage_error(&cmd_run, "--k: '%s' is not a k from 1 to %u", optarg,
                                        CAPTURE_MAX_K);
             options->k_override = (uint32_t)value;
+            break;
+        case OPTION_ENGINE_CONTRACT:
+            if (cli_parse_engine_contract(&cmd_run, optarg, &options->engine_contract) != 0)
+                return EXIT_USAGE;
+            options->engine_contract_given = true;
             break;
         case OPTION_DEVICE:
             if (cli_parse_uint(optarg, 1023, &value) < 0)
@@ -503,46 +522,13 @@ static void show_record(void *user, size_t pass, const char *const *lines, size_
     fflush(front->table);
 }
 
-static const cJSON *json_child(const cJSON *object, const char *key)
-{
-    return cJSON_GetObjectItemCaseSensitive(object, key);
-}
-
 /* --devices: each required disagreement, then the comparison's summary. */
 static void show_cross_device(void *user, const cJSON *block, bool device_available)
 {
     const struct run_front *front = user;
-    FILE *table = front->table;
-    const cJSON *entry;
-    if (!table)
-        return;
-    cJSON_ArrayForEach(entry, json_child(block, "entries")) {
-        const cJSON *verdict = json_child(entry, "verdict");
-        if (!cJSON_IsString(verdict) || strcmp(verdict->valuestring, "fail") != 0)
-            continue;
-        const cJSON *file = json_child(entry, "file"), *index = json_child(entry, "index");
-        const cJSON *name = json_child(entry, "name"), *level = json_child(entry, "level");
-        fprintf(table, "  cross-device %s:%.0f %s %s: the devices disagree:",
-                cJSON_IsString(file) ? terminal_safe(file->valuestring) : "?",
-                cJSON_IsNumber(index) ? index->valuedouble : 0,
-                cJSON_IsString(name) ? name->valuestring : "?",
-                cJSON_IsString(level) ? level->valuestring : "?");
-        const cJSON *device;
-        cJSON_ArrayForEach(device, json_child(entry, "devices")) {
-            const cJSON *hash = json_child(device, "output_sha256");
-            fprintf(table, " [%.0f] %.12s", cJSON_GetNumberValue(json_child(device, "index")),
-                    cJSON_IsString(hash) ? hash->valuestring : "-");
-        }
-        fprintf(table, "\n");
-    }
-    const cJSON *summary = json_child(block, "summary");
-    fprintf(table, "# cross-device (%s): %.0f record x backend(s) compared, %.0f agree, "
-                   "%.0f disagree, %.0f required disagreement(s)\n",
-            device_available ? front->options->devices_text : "no device",
-            cJSON_GetNumberValue(json_child(summary, "compared")),
-            cJSON_GetNumberValue(json_child(summary, "agree")),
-            cJSON_GetNumberValue(json_child(summary, "disagree")),
-            cJSON_GetNumberValue(json_child(summary, "required_disagreements")));
+    if (front->table)
+        report_table_cross_device(front->table, block,
+                                  device_available ? front->options->devices_text : "no device");
 }
 
 /* ---- what the audit leaves ------------------------------------------------------------------ */
@@ -621,6 +607,7 @@ static struct audit_options audit_options_of(const struct run_options *options, 
         .rows = options->rows,
         .row_count = options->row_count,
         .k_override = options->k_override,
+        .engine_contract = options->engine_contract_given ? &options->engine_contract : NULL,
         .shard_index = options->shard_index,
         .shard_count = options->shard_count,
         .reps = options->reps,

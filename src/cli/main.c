@@ -12,6 +12,7 @@
 
 #include "capture.h"
 #include "cli.h"
+#include "engine_check.h"
 #include "error.h"
 #include "hash.h"
 #include "terminal_text.h"
@@ -25,6 +26,7 @@ static const struct cli_command *const command_table[] = {
     &cmd_devices,
     &cmd_bench,
     &cmd_diff,
+    &cmd_compare,
     &cmd_extract,
     &cmd_import,
     &cmd_report,
@@ -138,6 +140,16 @@ int cli_parse_uint_list(const char *text, unsigned long long *values, int capaci
             p++;
     }
     return count;
+}
+
+int cli_parse_engine_contract(const struct cli_command *command, const char *text,
+                              struct engine_contract *contract)
+{
+    struct audit_error err = { 0 };
+    if (engine_contract_parse(text, "--engine-contract", ENGINE_CONTRACT_OPTION, contract,
+                              &err) < 0)
+        return cli_usage_error(command, "%s", err.message);
+    return 0;
 }
 
 int cli_parse_bytes(const char *text, unsigned long long *value)

@@ -13,6 +13,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "document_keys.h"
+#include "topk_backends.h"
+
 struct document_context {
     const char *tool_version;   /* the project version, "0.1.0" */
     const char *git_revision;   /* "g1a2b3c4", or what the build found instead */
@@ -34,6 +37,17 @@ int document_context_add(cJSON *object, const struct document_context *context);
 /* A new object holding the six keys, for the caller to add its own fields to and attach as
  * "context"; NULL when out of memory. */
 cJSON *document_context_json(const struct document_context *context);
+
+/* The keys every document that describes a GPU opens that description with, in this order:
+ * "name", "compute_capability" ("9.0"), "sm_count", "smem_per_sm_bytes" (after emulation); each
+ * document adds its own fields after them. Returns 0, or AUDIT_ENOMEM. */
+int document_device_add(cJSON *object, const struct gpu_device_info *info);
+
+/* The CUDA driver and runtime versions as every document writes them: "driver_version" and
+ * "runtime_version" as text ("13.0"), then "driver_version_number" and "runtime_version_number"
+ * as CUDA encodes them (13000); all null for a version of 0 or less (unknown: no driver).
+ * Returns 0, or AUDIT_ENOMEM. */
+int document_cuda_versions_add(cJSON *object, int driver_version, int runtime_version);
 
 /* A new document opening with "schema", "schema_version" and "context" (the six keys;
  * *context_json, when not NULL, receives that object for the caller's own fields). NULL when out

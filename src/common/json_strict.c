@@ -11,10 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "document_keys.h"
 #include "utf8.h"
 
-#define SCHEMA_VERSION_KEY "schema_version"
-#define SCHEMA_VERSION_DIGITS 6
 #define PATH_BYTES 320
 #define KEY_SHOWN_BYTES 40
 #define NUMBER_SHOWN_BYTES 40
@@ -481,8 +480,8 @@ static int scan_member(struct scanner *s, struct frame *frame, struct object_key
                       describe(s, s->at, shown, sizeof(shown)));
     s->at++;
     bool schema_version = (s->flags & JSON_STRICT_SCHEMA_VERSION) && s->depth == 1 &&
-                          frame->key_length == strlen(SCHEMA_VERSION_KEY) &&
-                          memcmp(s->arena + key_offset, SCHEMA_VERSION_KEY, frame->key_length) == 0;
+                          frame->key_length == strlen(KEY_SCHEMA_VERSION) &&
+                          memcmp(s->arena + key_offset, KEY_SCHEMA_VERSION, frame->key_length) == 0;
     return scan_value(s, schema_version);
 }
 
@@ -552,11 +551,13 @@ static int scan_value(struct scanner *s, bool schema_version)
         size_t start = s->at;
         bool digits_only = false;
         int status = scan_number(s, &digits_only);
-        if (status == AUDIT_OK && schema_version &&
-            (!digits_only || s->at - start > SCHEMA_VERSION_DIGITS))
-            return refuse(s, start, "schema_version %.*s is not a small integer (digits only, at "
-                          "most %d)", (int)(s->at - start < 24 ? s->at - start : 24),
-                          (const char *)s->text + start, SCHEMA_VERSION_DIGITS);
+        /* Only the spelling: which versions a reader takes is its own check
+         * (document_schema_check), so that a large version reads as newer, not malformed. */
+        if (status == AUDIT_OK && schema_version && !digits_only)
+            return refuse(s, start, "schema_version %.*s is not an integer (digits only: no "
+                          "sign, fraction or exponent)",
+                          (int)(s->at - start < 24 ? s->at - start : 24),
+                          (const char *)s->text + start);
         return status;
     }
     return scan_literal(s);

@@ -9,7 +9,7 @@
  * a number that overflows a double (1e999 would otherwise become null), leading zeros, a bare
  * or trailing decimal point, a leading '+'; nesting deeper than JSON_STRICT_MAX_DEPTH. Only then
  * does cJSON parse it. With JSON_STRICT_SCHEMA_VERSION, the top-level member "schema_version"
- * (where present) must also be written as an integer of at most 6 digits: no sign, fraction or
+ * (where present) must also be written as an integer in digits alone: no sign, fraction or
  * exponent ("1.0", "1e0" and "-0" are refused). */
 #ifndef DSATOPK_JSON_STRICT_H
 #define DSATOPK_JSON_STRICT_H

@@ -34,7 +34,7 @@ char *json_render(const cJSON *document, void (*table)(FILE *out, const cJSON *d
 
 /* Reads (input_file_read_all: regular files only, never blocking on a FIFO) and parses a whole
  * JSON document of this tool (a report, baseline, verdict, policy, census ...) in the strict
- * dialect of json_strict.h, its schema_version a small integer; AUDIT_EDATA names the file, the
+ * dialect of json_strict.h, its schema_version written in digits; AUDIT_EDATA names the file, the
  * byte and the JSON path of the fault. */
 int json_read_file(const char *path, cJSON **json_out, struct audit_error *err);
 /* The same for any JSON value (import --metadata @FILE): schema_version is just a key. */

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -32,6 +33,7 @@ enum gate_allow_extra {
     GATE_ALLOW_DEVICE_MISMATCH,            /* devices of one model disagree (--devices) */
     GATE_ALLOW_BATCH_DEPENDENT,            /* a row changes with its batch */
     GATE_ALLOW_NOT_RUN,                    /* not run here, ok in the baseline */
+    GATE_ALLOW_ENGINE_WRONG,               /* the engine's own selection is wrong on some rows */
     GATE_ALLOW_COUNT,
 };
 #define GATE_ALLOW_BIT(item) (1u << (item))
@@ -66,6 +68,8 @@ struct gate_policy {
     bool allow_missing;               /* missing records/backends do not fail */
     bool allow_incomplete;            /* an incomplete report (complete: false) does not fail */
     bool allow_input_errors;          /* a report's input_errors do not fail */
+    bool allow_nothing_audited;       /* a report where no backend ran and no engine selection
+                                         was judged does not fail */
 };
 
 /* An empty policy (what gate uses without --policy). */
@@ -108,6 +112,8 @@ void gate_policy_rules_for(const struct gate_policy *policy, const struct docume
 struct gate_counts {
     uint64_t entries, pass, fail, tolerated, missing;
     uint64_t failing_reports;         /* reports with a report-level failure */
+    int exit_code;                    /* the verdict's: EXIT_AUDIT_FAILED when it fails, else
+                                         EXIT_AUDIT_OK (gate_verdict sets it) */
 };
 
 struct gate_options {
@@ -127,6 +133,15 @@ cJSON *gate_judge_entry(const struct document_record *baseline_record,
                         const struct document_backend *report_backend, struct gate_policy *policy,
                         const struct gate_options *options, enum gate_status *status);
 
+/* The record's engine entry (the engine's own selection, judged by verdict_judge_engine) as a
+ * gate entry whose backend is "engine": the policy allows (engine_wrong) or tolerates it like a
+ * backend's. report_record's engine entry must be present; baseline_record may be NULL. */
+#define GATE_ENGINE_BACKEND KEY_ENGINE
+cJSON *gate_judge_engine_entry(const struct document_record *baseline_record,
+                               const struct document_record *report_record,
+                               struct gate_policy *policy, const struct gate_options *options,
+                               enum gate_status *status);
+
 /* Whether an entry of this status fails the gate under policy. */
 bool gate_entry_fails(enum gate_status status, const struct gate_policy *policy);
 
@@ -143,6 +158,22 @@ int gate_verdict(const struct report_document *baseline, const struct report_doc
                  size_t report_count, struct gate_policy *policy,
                  const struct gate_options *options, const cJSON *context, cJSON **verdict,
                  struct gate_counts *counts, struct audit_error *err);
+
+/* Whether verdict (a gate verdict document) judged report: one of its reports[] carries the
+ * report's fingerprint (report_fingerprint), or, in a verdict without fingerprints, the report's
+ * host, utc_time and record count. AUDIT_EDATA naming both files when the verdict identifies
+ * its reports and none is this one; *unidentified when it identifies none (a hand-made
+ * verdict: the caller warns). */
+int gate_verdict_check_report(const cJSON *verdict, const char *verdict_path, const cJSON *report,
+                              const char *report_path, bool *unidentified,
+                              struct audit_error *err);
+
+/* ---- table (gate_table.c) ------------------------------------------------------------------- */
+
+/* The verdict as a table: the baseline and policy, per report its header, its report-level
+ * reasons and every entry that is not pass (reasons, notes, rows), then unused tolerances, the
+ * summary line and "# verdict: PATH" when verdict_path is not NULL. */
+void gate_table_print(FILE *out, const cJSON *verdict, const char *verdict_path);
 
 /* ---- baseline (gate_baseline.c) ------------------------------------------------------------ */
 
@@ -161,6 +192,14 @@ int gate_baseline_from_report(const cJSON *report, const char *report_name, cJSO
  * of the N shards were not given (the merged report is then incomplete). */
 int gate_merge_reports(const char *const *paths, const cJSON *const *roots, size_t count,
                        cJSON **merged, uint32_t *missing_shards, struct audit_error *err);
+/* What merge's summary line says of a merged report: its records, failing backend runs and input
+ * errors (0 when absent), and why it is incomplete (NULL when it is complete; points into
+ * merged). */
+struct gate_merge_totals {
+    double records, backends_fail, input_errors;
+    const char *stop_reason;
+};
+void gate_merge_totals(const cJSON *merged, struct gate_merge_totals *totals);
 
 /* ---- cross-device (gate_cross_device.c) ----------------------------------------------------- */
 
@@ -174,5 +213,7 @@ cJSON *gate_cross_device_block(const cJSON *records, const cJSON *devices);
 cJSON *gate_cross_device_unavailable(const char *reason, const cJSON *requested);
 /* Recomputes block's summary from its entries (merge). */
 void gate_cross_device_summarize(cJSON *block);
+/* Whether an entry of block fails: devices that disagreed where they had to agree. */
+bool gate_cross_device_failed(const cJSON *block);
 
 #endif

@@ -120,6 +120,9 @@ int gate_baseline_from_report(const cJSON *report, const char *report_name, cJSO
                 goto no_memory;
             cJSON_AddItemToArray(backends, backend);
         }
+        /* The engine's judged selection travels whole: gate judges it from the baseline too
+         * when two baselines are compared. */
+        json_copy_member(out, record_json, KEY_ENGINE);
     }
     report_document_release(&document);
     *baseline_out = baseline;

@@ -19,13 +19,29 @@ static bool same_device_model(const cJSON *a, const cJSON *b)
     return true;
 }
 
+/* An entry whose devices disagreed where the verdict rule required them to agree. */
+static bool entry_failed(const cJSON *entry)
+{
+    enum verdict verdict;
+    return verdict_parse(cJSON_GetStringValue(json_member(entry, KEY_VERDICT)), &verdict) == 0 &&
+           verdict == VERDICT_FAIL;
+}
+
+bool gate_cross_device_failed(const cJSON *block)
+{
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, json_member(block, KEY_ENTRIES))
+        if (entry_failed(entry))
+            return true;
+    return false;
+}
+
 void gate_cross_device_summarize(cJSON *block)
 {
     uint64_t entries = 0, compared = 0, agree = 0, disagree = 0, required_disagreements = 0;
     const cJSON *entry;
     cJSON_ArrayForEach(entry, json_member(block, KEY_ENTRIES)) {
-        const cJSON *verdict = json_member(entry, KEY_VERDICT),
-                    *agreed = json_member(entry, KEY_AGREE);
+        const cJSON *agreed = json_member(entry, KEY_AGREE);
         entries++;
         if (!cJSON_IsBool(agreed))
             continue;
@@ -34,8 +50,7 @@ void gate_cross_device_summarize(cJSON *block)
             agree++;
         else
             disagree++;
-        if (cJSON_IsString(verdict) &&
-            strcmp(verdict->valuestring, verdict_name(VERDICT_FAIL)) == 0)
+        if (entry_failed(entry))
             required_disagreements++;
     }
     cJSON_DeleteItemFromObjectCaseSensitive(block, KEY_SUMMARY);

@@ -174,14 +174,21 @@ static int allow_item_for(const struct verdict_finding *found)
     case VERDICT_CHECK_REFERENCE: return GATE_ALLOW_REFERENCE_MISMATCH;
     case VERDICT_CHECK_BASELINE: return GATE_ALLOW_BASELINE_MISMATCH;
     case VERDICT_CHECK_BATCH_DEPENDENT: return GATE_ALLOW_BATCH_DEPENDENT;
+    case VERDICT_CHECK_ENGINE_WRONG: return GATE_ALLOW_ENGINE_WRONG;
     default: return -1;
     }
 }
 
-static const cJSON *rows_list_for(const struct document_backend *backend, enum verdict_rows rows)
+static const cJSON *rows_list_for(const struct document_record *record,
+                                  const struct document_backend *backend, enum verdict_rows rows)
 {
+    if (rows == VERDICT_ROWS_ENGINE_WRONG)
+        return record->engine.wrong_rows;
+    if (!backend)
+        return NULL;
     switch (rows) {
-    case VERDICT_ROWS_NONE: return NULL;
+    case VERDICT_ROWS_NONE:
+    case VERDICT_ROWS_ENGINE_WRONG: return NULL;
     case VERDICT_ROWS_FLAPPING: return backend->eager.flapping_rows;
     case VERDICT_ROWS_WRONG_NOT_PREDICTED: return backend->wrong_not_predicted_overflow_list;
     case VERDICT_ROWS_GRAPH_FLAPPING: return backend->graph.flapping_rows;
@@ -192,7 +199,8 @@ static const cJSON *rows_list_for(const struct document_backend *backend, enum v
 
 struct judged_backend {
     struct entry_builder *builder;
-    const struct document_backend *backend;
+    const struct document_record *record;
+    const struct document_backend *backend; /* NULL: the record's engine entry */
 };
 
 /* A finding of the verdict into the entry: a failure (with the rows that show it) unless the
@@ -206,7 +214,8 @@ static void emit_finding(void *context, const struct verdict_finding *found)
     }
     if (entry_fail(judged->builder, allow_item_for(found), "%s", found->text) &&
         found->rows != VERDICT_ROWS_NONE)
-        entry_rows(judged->builder, rows_list_for(judged->backend, found->rows), found->rows_why);
+        entry_rows(judged->builder, rows_list_for(judged->record, judged->backend, found->rows),
+                   found->rows_why);
 }
 
 /* One backend entry (or one device's entry) of the report. */
@@ -219,7 +228,7 @@ static void judge_backend(struct entry_builder *builder, const struct document_r
     const char *status = backend_status_name(backend->status);
     const unsigned failures_before = builder->failures;
     if (verdict_of_status(backend->status) != VERDICT_NOT_RUN) {
-        struct judged_backend judged = { builder, backend };
+        struct judged_backend judged = { builder, record, backend };
         struct verdict_evidence evidence;
         document_evidence(record, backend, rules->level, golden, golden_origin, &evidence);
         verdict_judge(&evidence, emit_finding, &judged);
@@ -277,11 +286,20 @@ static void judge_device_agreement(struct entry_builder *builder,
     }
 }
 
-/* Is the report's record the same audit as the baseline's (k, rows, reference)? */
-static void judge_comparable(struct entry_builder *builder, const struct document_record *record,
+/* Is the report's record the same capture (payload) and the same audit (k, rows, reference) as
+ * the baseline's? Returns false when it is not. */
+static bool judge_comparable(struct entry_builder *builder, const struct document_record *record,
                              const struct document_record *baseline_record)
 {
-    if (record->k != baseline_record->k || record->rows != baseline_record->rows)
+    const unsigned failures = builder->failures;
+    if (strcmp(record->payload_sha256, baseline_record->payload_sha256) != 0)
+        entry_fail(builder, -1,
+                   "capture differs: %s record %u has payload_sha256 %.12s here and %.12s in the "
+                   "baseline (another capture under the same name: re-capture, or make a new "
+                   "baseline)",
+                   record->file, record->index, record->payload_sha256,
+                   baseline_record->payload_sha256);
+    else if (record->k != baseline_record->k || record->rows != baseline_record->rows)
         entry_fail(builder, -1,
                    "not the same audit: k %u and %u row(s) here, k %u and %u row(s) in the "
                    "baseline (--k or --rows differ)",
@@ -291,6 +309,7 @@ static void judge_comparable(struct entry_builder *builder, const struct documen
                    "not the same audit: the CPU reference hash is %.12s here and %.12s in the "
                    "baseline (other --rows, or a changed reference implementation)",
                    record->reference_output_sha256, baseline_record->reference_output_sha256);
+    return builder->failures == failures;
 }
 
 static bool reasons_all_contain(const cJSON *reasons, const char *text)
@@ -365,6 +384,91 @@ static const char *golden_hash(struct entry_builder *builder,
     return baseline_record->reference_output_sha256;
 }
 
+/* The entry's identification and its empty reasons, notes and rows (into builder). level,
+ * claimed and level_from: NULL writes null (the engine entry has no determinism level). NULL when
+ * out of memory. */
+static cJSON *entry_open(const struct document_record *record, const char *backend,
+                         const char *level, const char *claimed, const char *level_from,
+                         const char *report_status, const char *baseline_status,
+                         struct entry_builder *builder, cJSON **status_item)
+{
+    cJSON *entry = cJSON_CreateObject();
+    if (!entry)
+        return NULL;
+    const char *const strings[][2] = {
+        { KEY_BACKEND, backend },         { KEY_LEVEL, level },
+        { KEY_CLAIMED_LEVEL, claimed },   { KEY_LEVEL_FROM, level_from },
+        { KEY_REPORT_STATUS, report_status }, { KEY_BASELINE_STATUS, baseline_status },
+    };
+    cJSON_AddStringToObject(entry, KEY_FILE, record->file);
+    cJSON_AddNumberToObject(entry, KEY_INDEX, record->index);
+    if (record->global_index >= 0)
+        cJSON_AddNumberToObject(entry, KEY_GLOBAL_INDEX, (double)record->global_index);
+    cJSON_AddStringToObject(entry, KEY_PAYLOAD_SHA256, record->payload_sha256);
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+        if (strings[i][1])
+            cJSON_AddStringToObject(entry, strings[i][0], strings[i][1]);
+        else
+            cJSON_AddNullToObject(entry, strings[i][0]);
+    }
+    *status_item = cJSON_AddStringToObject(entry, KEY_STATUS, gate_status_name(GATE_PASS));
+    builder->reasons = cJSON_AddArrayToObject(entry, KEY_REASONS);
+    builder->notes = cJSON_AddArrayToObject(entry, KEY_NOTES);
+    builder->rows = cJSON_AddArrayToObject(entry, KEY_ROWS);
+    if (!*status_item || !builder->reasons || !builder->notes || !builder->rows) {
+        cJSON_Delete(entry);
+        return NULL;
+    }
+    return entry;
+}
+
+/* Tolerances, then the entry's final status. */
+static void entry_close(struct entry_builder *builder, cJSON *entry, cJSON *status_item,
+                        struct gate_policy *policy, const struct document_record *record,
+                        const char *backend, const struct gate_options *options,
+                        enum gate_status status, enum gate_status *status_out)
+{
+    if (status == GATE_FAIL || status == GATE_MISSING)
+        status = apply_tolerance(builder, entry, policy, record, backend, options->now, status);
+    if (!cJSON_GetObjectItemCaseSensitive(entry, KEY_TOLERATED_BY))
+        cJSON_AddNullToObject(entry, KEY_TOLERATED_BY);
+    cJSON_SetValuestring(status_item, gate_status_name(status));
+    *status_out = status;
+}
+
+cJSON *gate_judge_engine_entry(const struct document_record *baseline_record,
+                               const struct document_record *report_record,
+                               struct gate_policy *policy, const struct gate_options *options,
+                               enum gate_status *status_out)
+{
+    const struct document_engine *engine = &report_record->engine;
+    struct gate_entry_rules rules;
+    struct entry_builder builder = { .device_index = -1 };
+    cJSON *status_item = NULL;
+    const char *baseline_status = NULL;
+    if (baseline_record && baseline_record->engine.present)
+        baseline_status = baseline_record->engine.judged ? ENGINE_STATUS_JUDGED
+                                                         : ENGINE_STATUS_ERROR;
+    cJSON *entry = entry_open(report_record, GATE_ENGINE_BACKEND, NULL, NULL, NULL,
+                              engine->judged ? ENGINE_STATUS_JUDGED : ENGINE_STATUS_ERROR,
+                              baseline_status, &builder, &status_item);
+    if (!entry)
+        return NULL;
+    gate_policy_rules_for(policy, report_record, GATE_ENGINE_BACKEND, TOPK_NOT_GUARANTEED, &rules);
+    builder.allow = rules.allow;
+    if (baseline_record)
+        (void)judge_comparable(&builder, report_record, baseline_record);
+    uint32_t rows[VERDICT_LISTED_ROWS];
+    char contract[160];
+    struct engine_evidence evidence;
+    document_engine_evidence(engine, rows, contract, sizeof(contract), &evidence);
+    struct judged_backend judged = { &builder, report_record, NULL };
+    verdict_judge_engine(&evidence, emit_finding, &judged);
+    entry_close(&builder, entry, status_item, policy, report_record, GATE_ENGINE_BACKEND, options,
+                builder.failures ? GATE_FAIL : GATE_PASS, status_out);
+    return entry;
+}
+
 cJSON *gate_judge_entry(const struct document_record *baseline_record,
                         const struct document_backend *baseline_backend,
                         const struct document_record *report_record,
@@ -376,41 +480,20 @@ cJSON *gate_judge_entry(const struct document_record *baseline_record,
     struct gate_entry_rules rules;
     struct entry_builder builder = { .device_index = -1 };
     enum gate_status status;
-    cJSON *entry = cJSON_CreateObject();
-    if (!entry || !record || !named) {
-        cJSON_Delete(entry);
+    cJSON *status_item = NULL;
+    if (!record || !named)
         return NULL;
-    }
     gate_policy_rules_for(policy, record, named->name, named->level, &rules);
     builder.allow = rules.allow;
-    cJSON_AddStringToObject(entry, KEY_FILE, record->file);
-    cJSON_AddNumberToObject(entry, KEY_INDEX, record->index);
-    if (record->global_index >= 0)
-        cJSON_AddNumberToObject(entry, KEY_GLOBAL_INDEX, (double)record->global_index);
-    cJSON_AddStringToObject(entry, KEY_PAYLOAD_SHA256, record->payload_sha256);
-    cJSON_AddStringToObject(entry, KEY_BACKEND, named->name);
-    cJSON_AddStringToObject(entry, KEY_LEVEL, topk_determinism_name(rules.level));
-    cJSON_AddStringToObject(entry, KEY_CLAIMED_LEVEL, topk_determinism_name(named->level));
-    cJSON_AddStringToObject(entry, KEY_LEVEL_FROM,
-                            rules.level_origin ? rules.level_origin : GATE_LEVEL_FROM_CLAIM);
-    if (report_backend)
-        cJSON_AddStringToObject(entry, KEY_REPORT_STATUS,
-                                backend_status_name(report_backend->status));
-    else
-        cJSON_AddNullToObject(entry, KEY_REPORT_STATUS);
-    if (baseline_backend)
-        cJSON_AddStringToObject(entry, KEY_BASELINE_STATUS,
-                                backend_status_name(baseline_backend->status));
-    else
-        cJSON_AddNullToObject(entry, KEY_BASELINE_STATUS);
-    cJSON *status_item = cJSON_AddStringToObject(entry, KEY_STATUS, gate_status_name(GATE_PASS));
-    builder.reasons = cJSON_AddArrayToObject(entry, KEY_REASONS);
-    builder.notes = cJSON_AddArrayToObject(entry, KEY_NOTES);
-    builder.rows = cJSON_AddArrayToObject(entry, KEY_ROWS);
-    if (!status_item || !builder.reasons || !builder.notes || !builder.rows) {
-        cJSON_Delete(entry);
+    cJSON *entry = entry_open(
+        record, named->name, topk_determinism_name(rules.level),
+        topk_determinism_name(named->level),
+        rules.level_origin ? rules.level_origin : GATE_LEVEL_FROM_CLAIM,
+        report_backend ? backend_status_name(report_backend->status) : NULL,
+        baseline_backend ? backend_status_name(baseline_backend->status) : NULL, &builder,
+        &status_item);
+    if (!entry)
         return NULL;
-    }
 
     if (!report_backend) {
         add_formatted(builder.reasons, "",
@@ -427,11 +510,11 @@ cJSON *gate_judge_entry(const struct document_record *baseline_record,
         if (!baseline_record) {
             entry_note(&builder, "the record is not in the baseline: judged by its level alone");
         } else {
-            judge_comparable(&builder, report_record, baseline_record);
+            const bool comparable = judge_comparable(&builder, report_record, baseline_record);
             if (!baseline_backend)
                 entry_note(&builder, "the backend is not in the baseline's record: judged by its "
                                      "level alone");
-            if (verdict_rule_for(rules.level)->equal_reference)
+            if (comparable && verdict_rule_for(rules.level)->equal_reference)
                 golden = golden_hash(&builder, baseline_record, baseline_backend, origin,
                                      sizeof(origin));
         }
@@ -453,13 +536,8 @@ cJSON *gate_judge_entry(const struct document_record *baseline_record,
         }
         status = builder.failures ? GATE_FAIL : GATE_PASS;
     }
-    if (status == GATE_FAIL || status == GATE_MISSING)
-        status = apply_tolerance(&builder, entry, policy, record, named->name, options->now,
-                                 status);
-    if (!cJSON_GetObjectItemCaseSensitive(entry, KEY_TOLERATED_BY))
-        cJSON_AddNullToObject(entry, KEY_TOLERATED_BY);
-    cJSON_SetValuestring(status_item, gate_status_name(status));
-    *status_out = status;
+    entry_close(&builder, entry, status_item, policy, record, named->name, options, status,
+                status_out);
     return entry;
 }
 

@@ -338,3 +338,18 @@ done:
     free(records);
     return status;
 }
+
+static double summary_count(const cJSON *summary, const char *key)
+{
+    const cJSON *item = json_member(summary, key);
+    return cJSON_IsNumber(item) ? item->valuedouble : 0;
+}
+
+void gate_merge_totals(const cJSON *merged, struct gate_merge_totals *totals)
+{
+    const cJSON *summary = json_member(merged, KEY_SUMMARY);
+    totals->records = summary_count(summary, KEY_RECORDS);
+    totals->backends_fail = summary_count(summary, KEY_BACKENDS_FAIL);
+    totals->input_errors = summary_count(summary, KEY_INPUT_ERRORS);
+    totals->stop_reason = cJSON_GetStringValue(json_member(merged, KEY_STOP_REASON));
+}

@@ -9,7 +9,7 @@
 #include "json_util.h"
 
 /* The JSON path of the policy document in messages ("policy.backends.radix.level"). */
-#define POLICY_ROOT "policy"
+#define POLICY_ROOT "policy" /* the document's name in messages, not a key */
 
 static const char *base_name(const char *path)
 {
@@ -30,6 +30,7 @@ const char *gate_allow_name(unsigned item)
     case GATE_ALLOW_DEVICE_MISMATCH: return "device_mismatch";
     case GATE_ALLOW_BATCH_DEPENDENT: return "batch_dependent";
     case GATE_ALLOW_NOT_RUN: return "not_run";
+    case GATE_ALLOW_ENGINE_WRONG: return "engine_wrong";
     }
     return "unknown";
 }
@@ -222,6 +223,7 @@ int gate_policy_parse(struct gate_policy *policy, const char *path, cJSON *root,
     static const char *const top_keys[] = { KEY_SCHEMA,           KEY_SCHEMA_VERSION,
                                             KEY_DESCRIPTION,      KEY_ALLOW_MISSING,
                                             KEY_ALLOW_INCOMPLETE, KEY_ALLOW_INPUT_ERRORS,
+                                            KEY_ALLOW_NOTHING_AUDITED,
                                             KEY_BACKENDS,         KEY_RECORDS,
                                             KEY_KNOWN_FAILURES,   NULL };
     static const char *const backend_keys[] = { KEY_LEVEL, KEY_ALLOW,   KEY_TOLERATE, KEY_MATCH,
@@ -271,6 +273,9 @@ int gate_policy_parse(struct gate_policy *policy, const char *path, cJSON *root,
     if (status == AUDIT_OK)
         status = json_field_bool(&reader, root, POLICY_ROOT, KEY_ALLOW_INPUT_ERRORS, FIELD_OPTIONAL,
                                  false, &policy->allow_input_errors);
+    if (status == AUDIT_OK)
+        status = json_field_bool(&reader, root, POLICY_ROOT, KEY_ALLOW_NOTHING_AUDITED,
+                                 FIELD_OPTIONAL, false, &policy->allow_nothing_audited);
     if (status == AUDIT_OK)
         status =
             json_field_object(&reader, root, POLICY_ROOT, KEY_BACKENDS, FIELD_OPTIONAL, &backends);

@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "document_keys.h"
 #include "host_threads.h"
 #include "json_util.h"
 #include "reference.h"
@@ -245,7 +246,7 @@ static void add_row_json(cJSON *array, uint32_t b, const struct census_row *row)
     if (!item)
         return;
     cJSON_AddItemToArray(array, item);
-    cJSON_AddNumberToObject(item, "row", b);
+    cJSON_AddNumberToObject(item, KEY_ROW, b);
     cJSON_AddNumberToObject(item, "length", row->length);
     json_add_u64(item, "candidates", (uint64_t)row->candidates);
     if (row->short_row) {
@@ -254,7 +255,7 @@ static void add_row_json(cJSON *array, uint32_t b, const struct census_row *row)
     } else {
         json_add_float_exact(item, "boundary", row->boundary);
     }
-    json_add_u64(item, "tie_set", (uint64_t)row->tie_set);
+    json_add_u64(item, KEY_TIE_SET, (uint64_t)row->tie_set);
     json_add_u64(item, "above", (uint64_t)row->above);
     cJSON_AddBoolToObject(item, "underdetermined", row->underdetermined);
     cJSON_AddBoolToObject(item, "zero_boundary", row->zero_boundary);
@@ -303,9 +304,9 @@ static int census_k_json(const struct capture_record *record, uint32_t k,
         gaps[bounded] = row->boundary_gap;
         bounded++;
     }
-    cJSON_AddNumberToObject(json, "k", k);
-    cJSON_AddBoolToObject(json, "record_k", k == record->k);
-    cJSON_AddNumberToObject(json, "rows", record->rows);
+    cJSON_AddNumberToObject(json, KEY_K, k);
+    cJSON_AddBoolToObject(json, KEY_RECORD_K, k == record->k);
+    cJSON_AddNumberToObject(json, KEY_ROWS, record->rows);
     json_add_u64(json, "rows_with_boundary", bounded);
     json_add_u64(json, "rows_without_boundary", no_boundary);
     json_add_u64(json, "short_rows", short_rows);
@@ -316,28 +317,28 @@ static int census_k_json(const struct capture_record *record, uint32_t k,
     json_add_u64(json, "nan", nan);
     json_add_u64(json, "subnormal", subnormal);
 
-    cJSON *tie_json = cJSON_AddObjectToObject(json, "tie_set");
+    cJSON *tie_json = cJSON_AddObjectToObject(json, KEY_TIE_SET);
     cJSON *gap_json = cJSON_AddObjectToObject(json, "gap");
     if (tie_json && gap_json) {
         if (bounded > 0) {
             qsort(tie_sets, bounded, sizeof(*tie_sets), compare_int64);
             qsort(gaps, bounded, sizeof(*gaps), compare_gap);
-            json_add_u64(tie_json, "median", (uint64_t)tie_sets[percentile_index(bounded, 50)]);
+            json_add_u64(tie_json, KEY_MEDIAN, (uint64_t)tie_sets[percentile_index(bounded, 50)]);
             json_add_u64(tie_json, "p90", (uint64_t)tie_sets[percentile_index(bounded, 90)]);
-            json_add_u64(tie_json, "max", (uint64_t)tie_sets[bounded - 1]);
-            json_add_number(gap_json, "min", gaps[0]);
-            json_add_number(gap_json, "median", gaps[percentile_index(bounded, 50)]);
+            json_add_u64(tie_json, KEY_MAX, (uint64_t)tie_sets[bounded - 1]);
+            json_add_number(gap_json, KEY_MIN, gaps[0]);
+            json_add_number(gap_json, KEY_MEDIAN, gaps[percentile_index(bounded, 50)]);
             json_add_number(gap_json, "p90", gaps[percentile_index(bounded, 90)]);
         } else {
-            cJSON_AddNullToObject(tie_json, "median");
+            cJSON_AddNullToObject(tie_json, KEY_MEDIAN);
             cJSON_AddNullToObject(tie_json, "p90");
-            cJSON_AddNullToObject(tie_json, "max");
-            cJSON_AddNullToObject(gap_json, "min");
-            cJSON_AddNullToObject(gap_json, "median");
+            cJSON_AddNullToObject(tie_json, KEY_MAX);
+            cJSON_AddNullToObject(gap_json, KEY_MIN);
+            cJSON_AddNullToObject(gap_json, KEY_MEDIAN);
             cJSON_AddNullToObject(gap_json, "p90");
         }
     }
-    json_add_u64(json, "underdetermined_rows", underdetermined);
+    json_add_u64(json, KEY_UNDERDETERMINED_ROWS, underdetermined);
     json_add_u64(json, "zero_boundary_rows", zero_boundary);
     json_add_u64(json, "radix_overflow_rows", radix_overflow);
     json_add_u64(json, "filtered_overflow_rows", filtered_overflow);
@@ -501,20 +502,20 @@ int census_record_json(const struct capture_record *record, const uint32_t *ks, 
     if (status < 0)
         goto done;
 
-    cJSON_AddNumberToObject(json, "record", record->index);
+    cJSON_AddNumberToObject(json, KEY_RECORD, record->index);
     json_add_u64(json, "file_offset", record->file_offset);
-    cJSON_AddNumberToObject(json, "rows", rows);
-    cJSON_AddNumberToObject(json, "k", record->k);
-    json_add_u64(json, "row_stride", record->row_stride);
-    cJSON_AddNumberToObject(json, "page_size", record->page_size);
+    cJSON_AddNumberToObject(json, KEY_ROWS, rows);
+    cJSON_AddNumberToObject(json, KEY_K, record->k);
+    json_add_u64(json, KEY_ROW_STRIDE, record->row_stride);
+    cJSON_AddNumberToObject(json, KEY_PAGE_SIZE, record->page_size);
     if (record->metadata_json) {
         cJSON *metadata = cJSON_Parse(record->metadata_json);
         if (metadata)
-            cJSON_AddItemToObject(json, "metadata", metadata);
+            cJSON_AddItemToObject(json, KEY_METADATA, metadata);
         else
             cJSON_AddStringToObject(json, "metadata_text", record->metadata_json);
     }
-    cJSON *per_k = cJSON_AddArrayToObject(json, "census");
+    cJSON *per_k = cJSON_AddArrayToObject(json, KEY_CENSUS);
     if (!per_k) {
         status = audit_fail(err, AUDIT_ENOMEM, "record %u: out of memory building the census",
                             record->index);

@@ -53,16 +53,16 @@ static const char *read_state_name(int status, const struct capture_reader *read
 static void add_file_error(cJSON *file, const struct census_file_outcome *outcome,
                            const char *kind)
 {
-    cJSON_AddStringToObject(file, "status", kind);
-    cJSON *error = cJSON_AddObjectToObject(file, "error");
+    cJSON_AddStringToObject(file, KEY_STATUS, kind);
+    cJSON *error = cJSON_AddObjectToObject(file, KEY_ERROR);
     if (!error)
         return;
     if (outcome->opened) {
-        json_add_u64(error, "record", outcome->next_record);
+        json_add_u64(error, KEY_RECORD, outcome->next_record);
         json_add_u64(error, "offset_bytes", outcome->next_offset);
     }
-    cJSON_AddStringToObject(error, "kind", kind);
-    cJSON_AddStringToObject(error, "message", outcome->message);
+    cJSON_AddStringToObject(error, KEY_KIND, kind);
+    cJSON_AddStringToObject(error, KEY_MESSAGE, outcome->message);
 }
 
 int census_json_add_file(cJSON *document, const char *path,
@@ -82,7 +82,7 @@ int census_json_add_file(cJSON *document, const char *path,
         cJSON_Delete(records);
         return AUDIT_ENOMEM;
     }
-    cJSON_AddStringToObject(file, "path", path);
+    cJSON_AddStringToObject(file, KEY_PATH, path);
 
     int status = capture_open(&reader, path, &err);
     outcome->opened = reader != NULL;
@@ -99,6 +99,11 @@ int census_json_add_file(cJSON *document, const char *path,
             cJSON *item = NULL;
             status = census_record_json(&record, selection->ks, selection->k_count, &item, NULL,
                                         &err);
+            if (status == AUDIT_OK && selection->record_extra) {
+                status = selection->record_extra(selection->record_user, &record, item, &err);
+                if (status < 0)
+                    cJSON_Delete(item);
+            }
             if (status == AUDIT_OK) {
                 cJSON_AddItemToArray(records, item);
                 outcome->records++;
@@ -117,22 +122,22 @@ int census_json_add_file(cJSON *document, const char *path,
         add_file_error(file, outcome, failed_in_census ? audit_status_name(status)
                                                        : read_state_name(status, reader));
     } else {
-        cJSON_AddStringToObject(file, "status", "ok");
-        cJSON_AddNullToObject(file, "error");
+        cJSON_AddStringToObject(file, KEY_STATUS, "ok");
+        cJSON_AddNullToObject(file, KEY_ERROR);
     }
     json_add_u64(file, "record_count", (uint64_t)cJSON_GetArraySize(records));
-    cJSON_AddItemToObject(file, "records", records);
+    cJSON_AddItemToObject(file, KEY_RECORDS, records);
     capture_close(reader);
     return AUDIT_OK;
 }
 
 int census_json_finish(cJSON *document, uint64_t files, uint64_t records, int worst_status)
 {
-    cJSON *summary = cJSON_AddObjectToObject(document, "summary");
+    cJSON *summary = cJSON_AddObjectToObject(document, KEY_SUMMARY);
     if (!summary)
         return AUDIT_ENOMEM;
     json_add_u64(summary, "files", files);
-    json_add_u64(summary, "records", records);
-    cJSON_AddStringToObject(summary, "status", audit_status_name(worst_status));
+    json_add_u64(summary, KEY_RECORDS, records);
+    cJSON_AddStringToObject(summary, KEY_STATUS, audit_status_name(worst_status));
     return AUDIT_OK;
 }

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "capture.h"
 #include "document_context.h"
 #include "error.h"
 
@@ -23,6 +24,12 @@ struct census_selection {
     size_t k_count;
     const unsigned long long *records;   /* record indices; NULL: every record */
     size_t record_count;
+    /* Called with each reported record and its object (NULL: not called), to add what the
+     * caller judges beside the census (`census` adds the engine's selection). 0 or
+     * AUDIT_ENOMEM. */
+    int (*record_extra)(void *user, const struct capture_record *record, cJSON *record_json,
+                        struct audit_error *err);
+    void *record_user;
 };
 
 /* What reading one file met, for the caller's messages. */

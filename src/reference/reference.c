@@ -15,6 +15,7 @@
  * Cost: two passes over the row plus work proportional to the threshold bin and to k. */
 #include "reference.h"
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -452,4 +453,83 @@ int topk_reference_record(const struct capture_record *record, uint32_t k_overri
         threads = record->rows ? record->rows : 1;
     host_threads_run(threads, reference_rows_thread, &job);
     return host_rows_finish(&job.rows, err);
+}
+
+void topk_page_inverse_free(struct topk_page_inverse *inverse)
+{
+    free(inverse->page_keys);
+    memset(inverse, 0, sizeof(*inverse));
+}
+
+/* An index that is no window position, as topk_untranslate_row reports it: below -2 and unique
+ * to the index (negative indices other than -1 land below every non-negative one's). */
+static int64_t unexplained_index(int32_t index)
+{
+    return index >= 0 ? -3 - (int64_t)index : -((int64_t)1 << 40) + index;
+}
+
+static int compare_page_keys(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+int topk_untranslate_row(const struct capture_record *record, uint32_t b, const int32_t *indices,
+                         uint32_t count, struct topk_page_inverse *inverse, int64_t *out,
+                         struct audit_error *err)
+{
+    const int32_t length = record->lengths[b];
+    if (!record->page_table || record->page_size == 0) {
+        for (uint32_t i = 0; i < count; i++)
+            out[i] = indices[i] == -1 || (indices[i] >= 0 && indices[i] < length)
+                         ? indices[i]
+                         : unexplained_index(indices[i]);
+        return AUDIT_OK;
+    }
+    const uint64_t page_size = record->page_size;
+    const uint64_t pages = length > 0 ? ((uint64_t)length + page_size - 1) / page_size : 0;
+    const uint64_t start =
+        record->page_table_row_starts ? (uint64_t)record->page_table_row_starts[b] : 0;
+    if (start > record->page_table_cols || pages > record->page_table_cols - start)
+        return audit_fail(err, AUDIT_EDATA, "record %u row %u: page-table row start %" PRIu64
+                          " and %" PRIu64 " page(s) lie outside the %" PRIu64 "-column table",
+                          record->index, b, start, pages, record->page_table_cols);
+    const int32_t *table = record->page_table + (uint64_t)b * record->page_table_cols + start;
+    if (pages > inverse->capacity) {
+        uint64_t *keys = realloc(inverse->page_keys, pages * sizeof(uint64_t));
+        if (!keys)
+            return audit_fail(err, AUDIT_ENOMEM, "record %u row %u: out of memory for %" PRIu64
+                              " pages", record->index, b, pages);
+        inverse->page_keys = keys;
+        inverse->capacity = pages;
+    }
+    for (uint64_t slot = 0; slot < pages; slot++)
+        inverse->page_keys[slot] = ((uint64_t)(uint32_t)table[slot] << 32) | slot;
+    qsort(inverse->page_keys, pages, sizeof(uint64_t), compare_page_keys);
+    for (uint32_t i = 0; i < count; i++) {
+        const int32_t index = indices[i];
+        if (index < 0) {
+            out[i] = index == -1 ? -1 : unexplained_index(index);
+            continue;
+        }
+        const uint32_t page = (uint32_t)index / record->page_size;
+        const uint64_t offset = (uint32_t)index % record->page_size;
+        /* Lower bound of (page, slot 0): the first window slot holding this page. */
+        const uint64_t wanted = (uint64_t)page << 32;
+        uint64_t low = 0, high = pages;
+        while (low < high) {
+            uint64_t middle = low + (high - low) / 2;
+            if (inverse->page_keys[middle] < wanted)
+                low = middle + 1;
+            else
+                high = middle;
+        }
+        out[i] = unexplained_index(index);
+        if (low < pages && (inverse->page_keys[low] >> 32) == page) {
+            uint64_t position = (inverse->page_keys[low] & 0xFFFFFFFFu) * page_size + offset;
+            if (position < (uint64_t)length)
+                out[i] = (int64_t)position;
+        }
+    }
+    return AUDIT_OK;
 }

@@ -8,6 +8,7 @@
 #ifndef DSATOPK_REFERENCE_H
 #define DSATOPK_REFERENCE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "capture.h"
@@ -22,6 +23,14 @@ static inline uint32_t topk_order_key(float value)
 }
 
 #define TOPK_NEG_INF_BITS 0xFF800000u
+
+/* Exact -inf is the one value that is never a candidate (NaNs, even negative ones that rank
+ * below it, are candidates). */
+static inline bool topk_is_negative_infinity(float value)
+{
+    union { float f; uint32_t u; } bits = { .f = value };
+    return bits.u == TOPK_NEG_INF_BITS;
+}
 
 /* Per-thread scratch so that repeated rows allocate nothing; sized on first use. */
 struct topk_scratch {
@@ -54,5 +63,24 @@ static inline int32_t topk_translate_index(const struct capture_record *record, 
                                       idx / (int32_t)record->page_size];
     return (int32_t)(page * record->page_size + idx % (int32_t)record->page_size);
 }
+
+/* The inverse of topk_translate_index for one row: scratch for the row's pages, sorted. */
+struct topk_page_inverse {
+    uint64_t *page_keys;             /* physical page << 32 | window page slot */
+    size_t capacity;
+};
+
+void topk_page_inverse_free(struct topk_page_inverse *inverse);
+
+/* Maps count indices of row b in the output space (translated through the page table when the
+ * record has one, window-relative otherwise) back to window positions: -1 stays -1, and an index
+ * no page of the window explains (without a page table: one outside the window), or a negative
+ * index other than -1, becomes a value below -2 unique to it, so that it differs from every
+ * window position, from -1 and from every other such index. A physical page the row's table
+ * lists twice maps to its first window slot. AUDIT_EDATA when the row's page-table start lies
+ * outside the table, AUDIT_ENOMEM. */
+int topk_untranslate_row(const struct capture_record *record, uint32_t b, const int32_t *indices,
+                         uint32_t count, struct topk_page_inverse *inverse, int64_t *out,
+                         struct audit_error *err);
 
 #endif

@@ -88,16 +88,10 @@ bool audit_check_interrupted(struct audit_state *state)
 
 /* The report's context: the build and invocation (document_context.h), then the settings. The
  * device fields are filled by audit_open_device. */
-static void fill_context(const struct audit_state *state, const struct document_context *document,
-                         struct run_context *context)
+static void fill_context(const struct audit_state *state, struct run_context *context)
 {
     const struct audit_options *options = state->options;
-    context->tool_version = document->tool_version;
-    context->git_revision = document->git_revision;
-    context->version_string = document->version_string;
-    context->command_line = document->command_line;
-    snprintf(context->utc_time, sizeof(context->utc_time), "%s", document->utc_time);
-    snprintf(context->host, sizeof(context->host), "%s", document->host);
+    document_context_fill(&context->document, options->version_string, options->command_line);
     context->emulate_smem_per_sm = options->emulate_smem_per_sm;
     context->noise = noise_kind_name(options->noise);
     context->reps = options->reps;
@@ -205,7 +199,6 @@ int audit_run(const struct audit_options *options, const struct audit_callbacks 
     static const struct audit_callbacks no_callbacks = { 0 };
     struct audit_state state = { 0 };
     struct run_context context = { 0 };
-    struct document_context document;
     struct audit_inputs inputs = { 0 };
     struct worker_keeper probe_keeper = { 0 }; /* the probe process, kept (audit_probe.c) */
     cJSON *devices = NULL; /* --devices: the device of each entry, for the cross_device block */
@@ -217,8 +210,7 @@ int audit_run(const struct audit_options *options, const struct audit_callbacks 
     for (size_t i = 0; i < options->backend_count && i < AUDIT_MAX_BACKENDS; i++)
         state.backend_names[i] = options->backends[i]->name;
     worker_session_init(&state.pass.session, session_worker_job, session_worker_start, &state);
-    document_context_fill(&document, options->version_string, options->command_line);
-    fill_context(&state, &document, &context);
+    fill_context(&state, &context);
 
     status = find_devices(&state, &probe_keeper, &context, &result->exit_code, err);
     if (status < 0)
@@ -242,6 +234,16 @@ int audit_run(const struct audit_options *options, const struct audit_callbacks 
     }
     audit_inputs_expand(&state, &inputs);
     run_passes(&state, &inputs, devices);
+    /* --records naming no record the inputs have selects nothing: a usage error, not an empty
+     * report that passes. (A --shard that gets no record is fine: the records went to others.) */
+    if (options->records && state.pass.next_global_index == 0 && !state.bad_input &&
+        !state.stopped && !state.stop_signal) {
+        char message[AUDIT_ERROR_MESSAGE_BYTES];
+        snprintf(message, sizeof(message), "--records: no input has record %u%s: nothing was "
+                 "selected", options->records[0], options->record_count > 1 ? " or the others "
+                                                                              "listed" : "");
+        audit_input_error(&state, NULL, -1, -1, "selection", message);
+    }
     if (options->devices_text && !state.stopped && audit_add_cross_device(&state, devices) < 0)
         audit_stop(&state, AUDIT_ENOMEM, "out of memory comparing devices");
 

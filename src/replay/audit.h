@@ -37,6 +37,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "engine_check.h"
 #include "error.h"
 #include "gpu_device.h"
 #include "noise.h"
@@ -60,7 +61,11 @@ struct audit_options {
     size_t record_count;
     const uint32_t *rows;         /* sorted, unique; NULL: every row */
     size_t row_count;
-    uint32_t k_override;          /* 0: each record's own k */
+    uint32_t k_override;          /* 0: each record's own k (the engine's selection is judged at
+                                     the record's k whatever it is) */
+    /* The contract the engine's selections are judged under (run --engine-contract); NULL: each
+     * record's metadata "contract", else any valid top-k (engine_check.h). */
+    const struct engine_contract *engine_contract;
     uint32_t shard_index, shard_count; /* shard_count 0: every selected record */
     uint32_t reps;
     enum noise_kind noise;
@@ -111,7 +116,8 @@ struct audit_callbacks {
      * skipped). Called for every pass when there is more than one. */
     void (*pass_start)(void *user, size_t pass, int ordinal, const struct gpu_device_info *device);
     /* A record is in the report: the terminal table lines of its backends (lines[i] for backend
-     * i, each NULL or one or more '\n'-terminated lines), count = the backend count. */
+     * i, each NULL or one or more '\n'-terminated lines), then, in the first pass, those of its
+     * engine selection when it has one; count = the backend count, plus one for those. */
     void (*record_done)(void *user, size_t pass, const char *const *lines, size_t count);
     /* --devices: the report's cross_device block, once every pass is done (device_available
      * false: no device, the block says why). */

@@ -1,16 +1,44 @@
 /* The devices an audit replays on: a probe worker counts and describes them (the main process
  * must not initialise CUDA: a CUDA context does not survive fork, so even this runs in a child),
  * and the options choose among them. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "audit_internal.h"
 
+/* Why there is no device, in the words a user acts on. The CUDA runtime reports a machine
+ * without the driver library as "CUDA driver version is insufficient for CUDA runtime version",
+ * the same words as a driver that is too old; whether libcuda can be loaded tells the two apart
+ * (loading it initialises nothing). why: the probe's text, "MESSAGE (cudaErrorName)". */
+static void no_device_reason(const char *why, char *reason, size_t size)
+{
+    const bool no_driver_library =
+        strstr(why, "(cudaErrorInsufficientDriver)") || strstr(why, "(cudaErrorStubLibrary)");
+    if (no_driver_library) {
+        void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+        if (!driver) {
+            snprintf(reason, size, "no NVIDIA driver found (libcuda.so.1 cannot be loaded)");
+            return;
+        }
+        dlclose(driver);
+        snprintf(reason, size, "the NVIDIA driver is older than this build's CUDA runtime "
+                               "(%.400s): no CUDA device can be used", why);
+        return;
+    }
+    /* kernels/device.cu says "the CUDA driver reports no devices" when the count is zero. */
+    if (!why[0] || strstr(why, "(cudaErrorNoDevice)") || strstr(why, "reports no devices")) {
+        snprintf(reason, size, "no CUDA device (the NVIDIA driver reports none)");
+        return;
+    }
+    snprintf(reason, size, "no CUDA device: %.400s", why);
+}
+
 /* The probe worker: device count and every device's description, in one message. */
 static int probe_worker_main(struct worker_channel *channel, size_t first, void *user)
 {
-    const struct audit_options *options = user;
+    const struct audit_options *options = ((const struct audit_state *)user)->options;
     struct audit_probe *probe = calloc(1, sizeof(*probe));
     (void)first;
     if (!probe)
@@ -30,7 +58,7 @@ static int probe_worker_main(struct worker_channel *channel, size_t first, void 
 
 static int on_probe_result(void *user, size_t task, const struct worker_event *event)
 {
-    struct audit_probe *probe = user;
+    struct audit_probe *probe = &((struct audit_state *)user)->probe;
     (void)task;
     if (event->outcome == WORKER_MESSAGE && event->bytes == sizeof(*probe)) {
         memcpy(probe, event->data, sizeof(*probe));
@@ -49,7 +77,7 @@ int audit_probe_devices(struct audit_state *state, struct worker_keeper *keeper,
                         struct audit_error *err)
 {
     memset(&state->probe, 0, sizeof(state->probe));
-    return worker_keeper_start(keeper, probe_worker_main, on_probe_result, &state->probe,
+    return worker_keeper_start(keeper, probe_worker_main, on_probe_result, state,
                                state->options->timeout_ms, err);
 }
 
@@ -93,13 +121,15 @@ int audit_open_device(struct audit_state *state, struct run_context *context,
     const int device = state->device;
     if (probe->count == 0) {
         state->device_available = false;
-        snprintf(state->unavailable_reason, sizeof(state->unavailable_reason),
-                 "no CUDA device: %s", probe->why[0] ? probe->why : "none found");
+        no_device_reason(probe->why, state->unavailable_reason,
+                         sizeof(state->unavailable_reason));
         snprintf(context->device_unavailable_reason, sizeof(context->device_unavailable_reason),
                  "%s", state->unavailable_reason);
-        audit_message(state, AUDIT_MESSAGE_NOTICE, "%s; the census and the reference hashes "
-                                                   "still run, the GPU backends are reported "
-                                                   "unavailable", state->unavailable_reason);
+        audit_message(state, AUDIT_MESSAGE_NOTICE, "%s; the census, the reference hashes and "
+                                                   "the engine's recorded selections are still "
+                                                   "judged on the CPU, the GPU backends are "
+                                                   "reported unavailable",
+                      state->unavailable_reason);
         return AUDIT_OK;
     }
     if (device >= probe->count)

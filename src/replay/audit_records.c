@@ -156,22 +156,34 @@ static void run_backends(struct audit_state *state, struct record_job *job)
         audit_stop(state, status, err.message);
 }
 
-/* The record's place in the report, and its table lines for the front. */
+/* The record's place in the report, and its table lines for the front (job->table_lines has a
+ * slot past the backends' for the engine's). */
 static int add_to_report(struct audit_state *state, const struct record_result *result,
                          const struct record_job *job, uint64_t global_index,
                          struct audit_error *err)
 {
     const struct audit_callbacks *callbacks = state->callbacks;
-    const size_t count = state->options->backend_count;
+    size_t count = state->options->backend_count;
     for (size_t i = 0; i < count; i++)
         if (job->failed[i])
             state->any_failure = true;
+    if (result->engine && result->engine->verdict.verdict == VERDICT_FAIL)
+        state->any_failure = true;
     int status = state->pass.index == 0
                      ? audit_add_record(state, result, job->entries, global_index, err)
                      : audit_add_device_pass(state, result, job->entries, job->times, err);
     if (status < 0)
         return status;
     audit_progress_end(state);
+    if (result->engine) {
+        size_t bytes = 0;
+        FILE *stream = open_memstream(&job->table_lines[count], &bytes);
+        if (stream) {
+            report_table_engine_lines(stream, result);
+            fclose(stream);
+        }
+        count += job->table_lines[count] != NULL;
+    }
     if (callbacks->record_done)
         callbacks->record_done(callbacks->user, state->pass.index,
                                (const char *const *)job->table_lines, count);
@@ -219,6 +231,7 @@ static void run_record(struct audit_state *state, const char *file, const char *
     bool checks_ready = false;
     cJSON *census = NULL;
     struct census_row *census_rows = NULL;
+    struct engine_result engine = { 0 };
     cJSON **entries = NULL;
     char **table_lines = NULL;
     bool *failed = NULL;
@@ -262,9 +275,18 @@ static void run_record(struct audit_state *state, const char *file, const char *
     status = record_reference_hashes(&checks, replayed, k, &result, &err);
     if (status < 0)
         goto fatal;
+    /* The engine's own selection is the record's, judged once (in the first device pass). */
+    if (replayed->engine_indices && state->pass.index == 0) {
+        status = engine_result_judge(&engine, replayed, &checks, options->engine_contract,
+                                     options->rows, &err);
+        if (status < 0)
+            goto fatal;
+        result.engine = &engine;
+    }
     time.reference_ms += report_monotonic_ms() - phase_started_ms;
     entries = calloc(options->backend_count, sizeof(*entries));
-    table_lines = calloc(options->backend_count, sizeof(*table_lines));
+    /* One more slot: the engine's lines. */
+    table_lines = calloc(options->backend_count + 1, sizeof(*table_lines));
     failed = calloc(options->backend_count, sizeof(*failed));
     times = calloc(options->backend_count, sizeof(*times));
     if (!entries || !table_lines || !failed || !times) {
@@ -312,8 +334,9 @@ fatal:
 done:
     for (size_t i = 0; entries && i < options->backend_count; i++)
         cJSON_Delete(entries[i]);
-    for (size_t i = 0; table_lines && i < options->backend_count; i++)
+    for (size_t i = 0; table_lines && i <= options->backend_count; i++)
         free(table_lines[i]);
+    engine_result_release(&engine);
     free(entries);
     free(table_lines);
     free(failed);

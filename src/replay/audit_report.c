@@ -11,25 +11,20 @@
 #include "json_util.h"
 #include "plugin.h"
 
-static cJSON *json_child(const cJSON *object, const char *key)
-{
-    return cJSON_GetObjectItemCaseSensitive(object, key);
-}
-
 void audit_entry_add_plugin(cJSON *entry, const struct topk_backend *backend)
 {
     const char *path = plugin_backend_path(backend);
     if (!entry || !path)
         return;
-    cJSON *plugin = cJSON_AddObjectToObject(entry, "plugin");
+    cJSON *plugin = cJSON_AddObjectToObject(entry, KEY_PLUGIN);
     if (!plugin)
         return;
-    cJSON_AddStringToObject(plugin, "path", path);
+    cJSON_AddStringToObject(plugin, KEY_PATH, path);
     const char *sha256 = plugin_backend_sha256(backend);
     if (sha256)
-        cJSON_AddStringToObject(plugin, "sha256", sha256);
+        cJSON_AddStringToObject(plugin, KEY_SHA256, sha256);
     else
-        cJSON_AddNullToObject(plugin, "sha256");
+        cJSON_AddNullToObject(plugin, KEY_SHA256);
 }
 
 /* The device of --devices entry index as per_device[] and cross_device show it (info NULL when
@@ -37,23 +32,18 @@ void audit_entry_add_plugin(cJSON *entry, const struct topk_backend *backend)
 static cJSON *device_identity_json(size_t index, int ordinal, const struct gpu_device_info *info)
 {
     cJSON *json = cJSON_CreateObject();
-    char text[32];
     if (!json)
         return NULL;
-    json_add_u64(json, "index", index);
-    cJSON_AddNumberToObject(json, "ordinal", ordinal);
+    json_add_u64(json, KEY_INDEX, index);
+    cJSON_AddNumberToObject(json, KEY_ORDINAL, ordinal);
     if (!info) {
-        cJSON_AddNullToObject(json, "name");
+        cJSON_AddNullToObject(json, KEY_NAME);
         return json;
     }
-    cJSON_AddStringToObject(json, "name", info->name);
-    snprintf(text, sizeof(text), "%d.%d", info->cc_major, info->cc_minor);
-    cJSON_AddStringToObject(json, "compute_capability", text);
-    cJSON_AddNumberToObject(json, "sm_count", info->sm_count);
-    json_add_u64(json, "smem_per_sm_bytes", info->smem_per_sm);
-    cJSON_AddBoolToObject(json, "smem_emulated", info->smem_emulated);
-    cJSON_AddNumberToObject(json, "driver_version_number", info->driver_version);
-    cJSON_AddNumberToObject(json, "runtime_version_number", info->runtime_version);
+    document_device_add(json, info);
+    cJSON_AddBoolToObject(json, KEY_SMEM_EMULATED, info->smem_emulated);
+    cJSON_AddNumberToObject(json, KEY_DRIVER_VERSION_NUMBER, info->driver_version);
+    cJSON_AddNumberToObject(json, KEY_RUNTIME_VERSION_NUMBER, info->runtime_version);
     return json;
 }
 
@@ -75,42 +65,6 @@ cJSON *audit_devices_begin(struct audit_state *state)
         (void)audit_identify_pass(state, 0, state->devices[0],
                                   audit_probed_info(state, state->devices[0]), devices);
     return devices;
-}
-
-/* Appends the backends of source (a record object of this pass) to the per_device[] lists of
- * target's backends (the record in the report), each with this pass's device. */
-static int attach_per_device(const struct audit_state *state, cJSON *target, const cJSON *source,
-                             struct audit_error *err)
-{
-    const cJSON *target_list = json_child(target, "backends");
-    const cJSON *source_list = json_child(source, "backends");
-    cJSON *target_backend = target_list ? target_list->child : NULL;
-    const cJSON *source_backend = source_list ? source_list->child : NULL;
-    for (; target_backend && source_backend;
-         target_backend = target_backend->next, source_backend = source_backend->next) {
-        const cJSON *name = json_child(source_backend, "name");
-        const cJSON *target_name = json_child(target_backend, "name");
-        if (!cJSON_IsString(name) || !cJSON_IsString(target_name) ||
-            strcmp(name->valuestring, target_name->valuestring) != 0)
-            return audit_fail(err, AUDIT_EDATA, "--devices: the backends of a record differ "
-                                                "between passes (%s)",
-                              cJSON_IsString(name) ? name->valuestring : "unnamed");
-        /* Copied before per_device is added: in the first pass source is target. */
-        cJSON *copy = cJSON_Duplicate(source_backend, 1);
-        cJSON *identity = cJSON_Duplicate(state->pass.device_identity, 1);
-        cJSON *list = json_child(target_backend, "per_device");
-        if (!list)
-            list = cJSON_AddArrayToObject(target_backend, "per_device");
-        if (!copy || !identity || !list) {
-            cJSON_Delete(copy);
-            cJSON_Delete(identity);
-            return audit_fail(err, AUDIT_ENOMEM, "out of memory recording per-device results");
-        }
-        cJSON_DeleteItemFromObjectCaseSensitive(copy, "per_device");
-        cJSON_AddItemToObject(copy, "device", identity);
-        cJSON_AddItemToArray(list, copy);
-    }
-    return AUDIT_OK;
 }
 
 /* The first pass's record of file and index, searched from the cursor on (passes replay the
@@ -162,12 +116,12 @@ int audit_add_record(struct audit_state *state, const struct record_result *resu
         return err->code;
     cJSON *last = state->added.count ? state->added.slots[state->added.count - 1].json : NULL;
     cJSON *added = last ? last->next : state->report.records->child;
-    if (!added || !json_add_u64(added, "global_index", global_index) ||
+    if (!added || !json_add_u64(added, KEY_GLOBAL_INDEX, global_index) ||
         remember_record(state, result->file, result->record->index, added) < 0)
         return audit_fail(err, AUDIT_ENOMEM, "out of memory reporting %s record %u", result->file,
                           result->record->index);
     if (state->pass.device_identity)
-        return attach_per_device(state, added, added, err);
+        return report_record_add_per_device(added, added, state->pass.device_identity, err);
     return AUDIT_OK;
 }
 
@@ -186,7 +140,7 @@ int audit_add_device_pass(struct audit_state *state, const struct record_result 
     cJSON *target = find_record(state, result->file, result->record->index);
     int status = AUDIT_OK;
     if (target)
-        status = attach_per_device(state, target, json, err);
+        status = report_record_add_per_device(target, json, state->pass.device_identity, err);
     cJSON_Delete(json);
     return status;
 }
@@ -194,24 +148,24 @@ int audit_add_device_pass(struct audit_state *state, const struct record_result 
 void audit_add_scale_out_context(struct audit_state *state)
 {
     const struct audit_options *options = state->options;
-    cJSON *context = json_child(state->report.root, "context");
+    cJSON *context = state->report.context;
     if (!context)
         return;
     if (options->shard_count) {
-        cJSON *shard = cJSON_AddObjectToObject(context, "shard");
+        cJSON *shard = cJSON_AddObjectToObject(context, KEY_SHARD);
         if (shard) {
-            json_add_u64(shard, "index", options->shard_index);
-            json_add_u64(shard, "count", options->shard_count);
+            json_add_u64(shard, KEY_INDEX, options->shard_index);
+            json_add_u64(shard, KEY_COUNT, options->shard_count);
         }
     } else {
-        cJSON_AddNullToObject(context, "shard");
+        cJSON_AddNullToObject(context, KEY_SHARD);
     }
     if (options->devices_text) {
-        cJSON *devices = cJSON_AddArrayToObject(context, "devices");
+        cJSON *devices = cJSON_AddArrayToObject(context, KEY_DEVICES);
         for (size_t i = 0; devices && i < state->device_count; i++)
             cJSON_AddItemToArray(devices, cJSON_CreateNumber(state->devices[i]));
     } else {
-        cJSON_AddNullToObject(context, "devices");
+        cJSON_AddNullToObject(context, KEY_DEVICES);
     }
 }
 
@@ -228,13 +182,9 @@ int audit_add_cross_device(struct audit_state *state, cJSON *devices)
     }
     if (!block)
         return AUDIT_ENOMEM;
-    cJSON_AddItemToObject(state->report.root, "cross_device", block);
-    const cJSON *entry;
-    cJSON_ArrayForEach(entry, json_child(block, "entries")) {
-        const cJSON *verdict = json_child(entry, "verdict");
-        if (cJSON_IsString(verdict) && strcmp(verdict->valuestring, "fail") == 0)
-            state->any_failure = true;
-    }
+    cJSON_AddItemToObject(state->report.root, KEY_CROSS_DEVICE, block);
+    if (gate_cross_device_failed(block))
+        state->any_failure = true;
     if (callbacks->cross_device)
         callbacks->cross_device(callbacks->user, block, state->device_available);
     return AUDIT_OK;

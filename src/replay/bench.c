@@ -374,6 +374,16 @@ static int bench_backends(const struct bench_options *options,
     return AUDIT_OK;
 }
 
+const char *bench_outcome_name(enum bench_outcome outcome)
+{
+    switch (outcome) {
+    case BENCH_TIMED: return "ok";
+    case BENCH_UNSUPPORTED: return "unsupported";
+    case BENCH_FAILED: return "error";
+    }
+    return "unknown";
+}
+
 int bench_run(const struct bench_options *options, const struct bench_callbacks *callbacks,
               struct audit_error *err)
 {
@@ -409,6 +419,7 @@ int bench_run(const struct bench_options *options, const struct bench_callbacks 
                 .k = shape->k,
                 .row_stride = record.row_stride,
                 .max_length = (int32_t)shape->length,
+                .min_length = (int32_t)shape->length,
             };
             const double bytes = (double)shape->rows * shape->length * sizeof(float) +
                                  (double)shape->rows * shape->k * sizeof(int32_t);

@@ -48,6 +48,8 @@ enum bench_outcome {
     BENCH_UNSUPPORTED,   /* supports() said no */
     BENCH_FAILED,        /* a CUDA or launch error */
 };
+/* The outcome as the bench JSON's "status" and the table show it: "ok", "unsupported", "error". */
+const char *bench_outcome_name(enum bench_outcome outcome);
 
 /* One backend on one shape and family (its strings valid during the callback). */
 struct bench_result {

@@ -8,17 +8,11 @@ static cJSON *device_json(const struct bench_device *measured)
 {
     const struct gpu_device_info *device = &measured->info;
     cJSON *json = cJSON_CreateObject();
-    char capability[16];
     if (!json)
         return NULL;
-    cJSON_AddStringToObject(json, "name", device->name);
-    snprintf(capability, sizeof(capability), "%d.%d", device->cc_major, device->cc_minor);
-    cJSON_AddStringToObject(json, "compute_capability", capability);
-    cJSON_AddNumberToObject(json, "sm_count", device->sm_count);
-    json_add_u64(json, "smem_per_sm_bytes", device->smem_per_sm);
-    json_add_u64(json, "l2_bytes", device->l2_bytes);
-    cJSON_AddNumberToObject(json, "driver_version", device->driver_version);
-    cJSON_AddNumberToObject(json, "runtime_version", device->runtime_version);
+    document_device_add(json, device);
+    json_add_u64(json, KEY_L2_BYTES, device->l2_bytes);
+    document_cuda_versions_add(json, device->driver_version, device->runtime_version);
     json_add_number(json, "copy_bandwidth_bytes_per_s", measured->copy_bandwidth);
     json_add_number(json, "empty_kernel_us", measured->empty_kernel_us);
     /* clusters of 1 .. 16 CTAs of one SM each at once: what bitonic's plans were sized by */
@@ -39,7 +33,7 @@ cJSON *bench_json_begin(const struct document_context *context,
         cJSON_Delete(document);
         return NULL;
     }
-    cJSON_AddItemToObject(context_json, "device", device_object);
+    cJSON_AddItemToObject(context_json, KEY_DEVICE, device_object);
     cJSON_AddStringToObject(context_json, "method",
                             "CUDA graph replay; per-call time = replay time / launches in the "
                             "graph; median over replays; inputs rotated over > 2 x L2");
@@ -58,20 +52,19 @@ int bench_json_add_result(cJSON *document, const struct bench_result *result)
         cJSON_Delete(item);
         return AUDIT_ENOMEM;
     }
-    cJSON_AddStringToObject(item, "backend", result->backend->name);
+    cJSON_AddStringToObject(item, KEY_BACKEND, result->backend->name);
     cJSON_AddStringToObject(item, "family", result->family);
-    cJSON_AddNumberToObject(item, "rows", shape->rows);
+    cJSON_AddNumberToObject(item, KEY_ROWS, shape->rows);
     cJSON_AddNumberToObject(item, "length", shape->length);
-    cJSON_AddNumberToObject(item, "k", shape->k);
+    cJSON_AddNumberToObject(item, KEY_K, shape->k);
     json_add_number(item, "hbm_floor_us", result->hbm_floor_us);
     if (result->outcome != BENCH_TIMED) {
-        cJSON_AddStringToObject(item, "status",
-                                result->outcome == BENCH_UNSUPPORTED ? "unsupported" : "error");
-        cJSON_AddStringToObject(item, "reason", result->reason);
+        cJSON_AddStringToObject(item, KEY_STATUS, bench_outcome_name(result->outcome));
+        cJSON_AddStringToObject(item, KEY_REASON, result->reason);
         return AUDIT_OK;
     }
     const struct bench_timing *timing = &result->timing;
-    cJSON_AddStringToObject(item, "status", "ok");
+    cJSON_AddStringToObject(item, KEY_STATUS, bench_outcome_name(result->outcome));
     /* What supports() said it would run (bitonic: cluster, tree or one CTA). */
     if (result->reason[0])
         cJSON_AddStringToObject(item, "plan", result->reason);

@@ -11,8 +11,11 @@
 
 #define BENCH_SCHEMA "dsatopk-audit/bench"
 /* 2: the shared context block (tool_version is the bare version; git_revision and
- * version_string added). */
-#define BENCH_SCHEMA_VERSION 2
+ * version_string added).
+ * 3: the device's CUDA versions as the report writes them: driver_version and runtime_version
+ * the text "13.0" (were CUDA's numbers), driver_version_number and runtime_version_number the
+ * numbers. */
+#define BENCH_SCHEMA_VERSION 3
 
 /* A new document: schema, schema_version, context (with device and method) and an empty result
  * list. NULL when out of memory. */

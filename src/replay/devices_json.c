@@ -47,13 +47,13 @@ static cJSON *backend_json(const struct topk_backend *backend)
     cJSON *item = cJSON_CreateObject();
     if (!item)
         return NULL;
-    cJSON_AddStringToObject(item, "name", backend->name);
-    cJSON_AddStringToObject(item, "summary", backend->summary);
-    cJSON_AddStringToObject(item, "level", topk_determinism_name(backend->level));
-    cJSON_AddBoolToObject(item, "exact_set", backend->exact_set);
-    cJSON_AddBoolToObject(item, "smallest_index_ties", backend->smallest_index_ties);
-    cJSON_AddBoolToObject(item, "canonical_order", backend->canonical_order);
-    cJSON_AddBoolToObject(item, "index_ascending", backend->index_ascending);
+    cJSON_AddStringToObject(item, KEY_NAME, backend->name);
+    cJSON_AddStringToObject(item, KEY_SUMMARY, backend->summary);
+    cJSON_AddStringToObject(item, KEY_LEVEL, topk_determinism_name(backend->level));
+    cJSON_AddBoolToObject(item, KEY_EXACT_SET, backend->exact_set);
+    cJSON_AddBoolToObject(item, KEY_SMALLEST_INDEX_TIES, backend->smallest_index_ties);
+    cJSON_AddBoolToObject(item, KEY_CANONICAL_ORDER, backend->canonical_order);
+    cJSON_AddBoolToObject(item, KEY_INDEX_ASCENDING, backend->index_ascending);
     cJSON_AddStringToObject(item, "limits", backend->limits);
     return item;
 }
@@ -80,30 +80,24 @@ static bool add_cluster_fit(cJSON *item, const struct gpu_device_info *info)
 static cJSON *device_json(const struct gpu_device_info *info, bool described,
                           const struct devices_query *query)
 {
-    char text[32];
     cJSON *item = cJSON_CreateObject();
     if (!item)
         return NULL;
     if (described)
-        cJSON_AddNullToObject(item, "ordinal");
+        cJSON_AddNullToObject(item, KEY_ORDINAL);
     else
-        cJSON_AddNumberToObject(item, "ordinal", info->ordinal);
+        cJSON_AddNumberToObject(item, KEY_ORDINAL, info->ordinal);
     cJSON_AddBoolToObject(item, "described", described);
-    cJSON_AddStringToObject(item, "name", info->name);
-    snprintf(text, sizeof(text), "%d.%d", info->cc_major, info->cc_minor);
-    cJSON_AddStringToObject(item, "compute_capability", text);
-    cJSON_AddNumberToObject(item, "sm_count", info->sm_count);
-    json_add_u64(item, "smem_per_sm", info->smem_per_sm);
-    json_add_u64(item, "reported_smem_per_sm", info->reported_smem_per_sm);
-    json_add_u64(item, "smem_per_block_optin", info->smem_per_block_optin);
-    cJSON_AddBoolToObject(item, "smem_emulated", info->smem_emulated);
-    json_add_u64(item, "l2_bytes", info->l2_bytes);
-    json_add_u64(item, "global_memory_bytes", info->global_memory_bytes);
-    cJSON_AddNumberToObject(item, "driver_version", info->driver_version);
-    cJSON_AddNumberToObject(item, "runtime_version", info->runtime_version);
+    document_device_add(item, info);
+    json_add_u64(item, KEY_REPORTED_SMEM_PER_SM_BYTES, info->reported_smem_per_sm);
+    json_add_u64(item, KEY_SMEM_PER_BLOCK_OPTIN_BYTES, info->smem_per_block_optin);
+    cJSON_AddBoolToObject(item, KEY_SMEM_EMULATED, info->smem_emulated);
+    json_add_u64(item, KEY_L2_BYTES, info->l2_bytes);
+    json_add_u64(item, KEY_GLOBAL_MEMORY_BYTES, info->global_memory_bytes);
+    document_cuda_versions_add(item, info->driver_version, info->runtime_version);
     if (!add_cluster_fit(item, info))
         goto error;
-    cJSON *backends = cJSON_AddArrayToObject(item, "backends");
+    cJSON *backends = cJSON_AddArrayToObject(item, KEY_BACKENDS);
     if (!backends)
         goto error;
     for (int i = 0; topk_backend_table[i]; i++) {
@@ -112,8 +106,8 @@ static cJSON *device_json(const struct gpu_device_info *info, bool described,
         if (!entry)
             goto error;
         cJSON_AddItemToArray(backends, entry);
-        cJSON_AddStringToObject(entry, "name", backend->name);
-        cJSON_AddStringToObject(entry, "level", topk_determinism_name(backend->level));
+        cJSON_AddStringToObject(entry, KEY_NAME, backend->name);
+        cJSON_AddStringToObject(entry, KEY_LEVEL, topk_determinism_name(backend->level));
         cJSON *decisions = cJSON_AddArrayToObject(entry, "decisions");
         if (!decisions)
             goto error;
@@ -123,6 +117,7 @@ static cJSON *device_json(const struct gpu_device_info *info, bool described,
                 .k = (uint32_t)query->k_values[j],
                 .row_stride = query->length,
                 .max_length = (int32_t)query->length,
+                .min_length = (int32_t)query->length,
             };
             char reason[DEVICES_REASON_BYTES] = "";
             int supported = backend->supports(info, &shape, reason, sizeof(reason));
@@ -130,9 +125,9 @@ static cJSON *device_json(const struct gpu_device_info *info, bool described,
             if (!decision)
                 goto error;
             cJSON_AddItemToArray(decisions, decision);
-            json_add_u64(decision, "k", shape.k);
+            json_add_u64(decision, KEY_K, shape.k);
             cJSON_AddBoolToObject(decision, "supported", supported == 1);
-            cJSON_AddStringToObject(decision, "reason", reason);
+            cJSON_AddStringToObject(decision, KEY_REASON, reason);
         }
     }
     return item;
@@ -148,13 +143,13 @@ cJSON *devices_json_begin(const struct document_context *context,
     if (!document)
         return NULL;
     cJSON *query_json = cJSON_AddObjectToObject(document, "query");
-    cJSON *k_list = query_json ? cJSON_AddArrayToObject(query_json, "k") : NULL;
+    cJSON *k_list = query_json ? cJSON_AddArrayToObject(query_json, KEY_K) : NULL;
     if (!k_list)
         goto error;
     for (int i = 0; i < query->k_count; i++)
         cJSON_AddItemToArray(k_list, cJSON_CreateNumber((double)query->k_values[i]));
     json_add_u64(query_json, "length", query->length);
-    json_add_u64(query_json, "rows", query->rows);
+    json_add_u64(query_json, KEY_ROWS, query->rows);
     json_add_u64(query_json, "emulate_smem_per_sm", query->emulate_smem_per_sm);
 
     cJSON *cuda_json = cJSON_AddObjectToObject(document, "cuda");
@@ -165,10 +160,9 @@ cJSON *devices_json_begin(const struct document_context *context,
         cJSON_AddStringToObject(cuda_json, "no_device_reason", cuda->no_device_reason);
     else
         cJSON_AddNullToObject(cuda_json, "no_device_reason");
-    cJSON_AddNumberToObject(cuda_json, "driver_version", cuda->driver_version);
-    cJSON_AddNumberToObject(cuda_json, "runtime_version", cuda->runtime_version);
+    document_cuda_versions_add(cuda_json, cuda->driver_version, cuda->runtime_version);
 
-    cJSON *backends = cJSON_AddArrayToObject(document, "backends");
+    cJSON *backends = cJSON_AddArrayToObject(document, KEY_BACKENDS);
     if (!backends)
         goto error;
     for (int i = 0; topk_backend_table[i]; i++) {
@@ -177,7 +171,7 @@ cJSON *devices_json_begin(const struct document_context *context,
             goto error;
         cJSON_AddItemToArray(backends, backend);
     }
-    if (!cJSON_AddArrayToObject(document, "devices"))
+    if (!cJSON_AddArrayToObject(document, KEY_DEVICES))
         goto error;
     return document;
 error:
@@ -189,7 +183,7 @@ int devices_json_add_device(cJSON *document, const struct gpu_device_info *info,
                             const struct devices_query *query)
 {
     cJSON *device = device_json(info, described, query);
-    if (!device || !cJSON_AddItemToArray(cJSON_GetObjectItem(document, "devices"), device)) {
+    if (!device || !cJSON_AddItemToArray(cJSON_GetObjectItem(document, KEY_DEVICES), device)) {
         cJSON_Delete(device);
         return AUDIT_ENOMEM;
     }

@@ -14,8 +14,12 @@
 
 #define DEVICES_SCHEMA "dsatopk-audit/devices"
 /* 2: "schema_version" (was "version") and the shared context block (was a top-level
- * tool_version). */
-#define DEVICES_SCHEMA_VERSION 2
+ * tool_version).
+ * 3: a device's shared memory in the report's keys (smem_per_sm_bytes,
+ * reported_smem_per_sm_bytes, smem_per_block_optin_bytes, were without _bytes), and the CUDA
+ * versions as the report writes them: driver_version and runtime_version the text "13.0"
+ * (were CUDA's numbers), driver_version_number and runtime_version_number the numbers. */
+#define DEVICES_SCHEMA_VERSION 3
 
 /* The shapes the decisions are made for. */
 struct devices_query {

@@ -193,9 +193,12 @@ void replay_shape(const struct capture_record *record, uint32_t k, struct topk_s
     shape->rows = record->rows;
     shape->k = k;
     shape->row_stride = record->row_stride;
-    for (uint32_t b = 0; b < record->rows; b++)
+    for (uint32_t b = 0; b < record->rows; b++) {
         if (record->lengths[b] > shape->max_length)
             shape->max_length = record->lengths[b];
+        if (b == 0 || record->lengths[b] < shape->min_length)
+            shape->min_length = record->lengths[b];
+    }
     shape->has_row_starts = record->row_starts != NULL;
     shape->has_page_table = record->page_table != NULL;
     shape->page_size = record->page_table ? record->page_size : 0;

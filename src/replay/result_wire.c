@@ -32,7 +32,7 @@ char *result_wire_failure(const char *key, int code, const char *message)
     cJSON *body = json ? cJSON_AddObjectToObject(json, key) : NULL;
     if (body) {
         cJSON_AddNumberToObject(body, "code", code);
-        cJSON_AddStringToObject(body, "message", message);
+        cJSON_AddStringToObject(body, KEY_MESSAGE, message);
     }
     return print_and_free(json);
 }
@@ -48,14 +48,14 @@ int result_wire_decode(const void *data, size_t bytes, struct result_message *me
     const cJSON *device_error = cJSON_GetObjectItemCaseSensitive(json, "device_error");
     int status = AUDIT_OK;
     if (entry && cJSON_IsObject(entry) && cJSON_IsString(table)) {
-        const cJSON *verdict = cJSON_GetObjectItemCaseSensitive(entry, "verdict");
         message->table = strdup(table->valuestring);
         if (message->table) {
+            struct report_entry_outcome outcome;
+            report_entry_outcome(entry, &outcome);
             message->kind = RESULT_ENTRY;
             message->entry = entry;
-            message->failed = cJSON_IsString(verdict) && strcmp(verdict->valuestring, "fail") == 0;
-            time_breakdown_from_json(cJSON_GetObjectItemCaseSensitive(entry, "time_breakdown_ms"),
-                                     &message->time);
+            message->failed = outcome.verdict == VERDICT_FAIL;
+            message->time = outcome.time;
             entry = NULL;
         } else {
             status = AUDIT_ENOMEM;
@@ -63,7 +63,7 @@ int result_wire_decode(const void *data, size_t bytes, struct result_message *me
     } else if (fatal || device_error) {
         const cJSON *failure = fatal ? fatal : device_error;
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(failure, "code");
-        const cJSON *text = cJSON_GetObjectItemCaseSensitive(failure, "message");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(failure, KEY_MESSAGE);
         message->kind = device_error ? RESULT_DEVICE_ERROR : RESULT_FATAL;
         message->code = cJSON_IsNumber(code) && code->valueint < 0 ? code->valueint : AUDIT_EDEVICE;
         snprintf(message->message, sizeof(message->message), "%s",

@@ -32,7 +32,7 @@ struct result_message {
     enum result_message_kind kind;
     cJSON *entry;     /* RESULT_ENTRY: the caller's to free */
     char *table;      /* RESULT_ENTRY: malloc'd, the caller's to free */
-    bool failed;      /* RESULT_ENTRY: the entry's verdict is fail */
+    bool failed;      /* RESULT_ENTRY: the entry's verdict is fail (or missing) */
     struct time_breakdown time; /* RESULT_ENTRY: the entry's time_breakdown_ms */
     int code;         /* RESULT_FATAL, RESULT_DEVICE_ERROR: the negative code, AUDIT_EDEVICE
                          when the message lacks one */

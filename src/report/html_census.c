@@ -26,7 +26,7 @@ const cJSON *html_record_census(const cJSON *record)
         }
         return first;
     }
-    if (html_member(census, "per_row") || html_member(census, "tie_set"))
+    if (html_member(census, "per_row") || html_member(census, KEY_TIE_SET))
         return census;
     return NULL;
 }
@@ -34,7 +34,7 @@ const cJSON *html_record_census(const cJSON *record)
 /* Rows with a boundary (a tie set) and whether each is underdetermined. */
 static bool census_row_tie_set(const cJSON *row, double *tie_set, bool *underdetermined)
 {
-    if (!html_member_number(row, "tie_set", tie_set) || *tie_set < 1)
+    if (!html_member_number(row, KEY_TIE_SET, tie_set) || *tie_set < 1)
         return false;
     *underdetermined = html_member_bool(row, "underdetermined") == 1;
     return true;
@@ -210,7 +210,7 @@ void html_write_census(struct html_writer *writer, const cJSON *record)
     put_census_row(writer, "short rows (length &le; k)", per_k, "short_rows", true);
     static const char *const tie_names[3] = { KEY_MEDIAN, "p90", KEY_MAX };
     static const char *const gap_names[3] = { KEY_MIN, KEY_MEDIAN, "p90" };
-    put_statistic(writer, "tie set median / p90 / max", html_member(per_k, "tie_set"), tie_names);
+    put_statistic(writer, "tie set median / p90 / max", html_member(per_k, KEY_TIE_SET), tie_names);
     put_statistic(writer, "gap min / median / p90", html_member(per_k, "gap"), gap_names);
     html_put(writer, "<tr><td>&minus;inf / NaN / subnormal</td><td class=\"n\">");
     html_put_member_number(writer, per_k, "neg_inf");

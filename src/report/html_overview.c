@@ -326,7 +326,7 @@ void html_write_context(struct html_writer *writer, const cJSON *report)
     put_context_item(writer, "time (UTC)", false);
     html_put_text(writer, html_member_string(context, KEY_UTC_TIME), NAME_LIMIT);
     html_put(writer, "</dd>");
-    put_context_item(writer, "host", false);
+    put_context_item(writer, "host", false); /* a label, not a key */
     html_put_text(writer, html_member_string(context, KEY_HOST), NAME_LIMIT);
     html_put(writer, "</dd>");
     put_context_item(writer, "replays", false);
@@ -353,7 +353,7 @@ void html_write_context(struct html_writer *writer, const cJSON *report)
         html_put(writer, " B/SM");
     }
     html_put(writer, "</dd>");
-    put_context_item(writer, "report", false);
+    put_context_item(writer, "report", false); /* a label, not a key */
     html_put(writer, "complete ");
     html_put_member_value(writer, report, KEY_COMPLETE);
     html_put(writer, ", exit code ");

@@ -141,6 +141,17 @@ void html_write_record_summary(struct html_writer *writer, const cJSON *record, 
                                enum gate_status gate_worst);
 void html_write_timing(struct html_writer *writer, const cJSON *record);
 
+/* ---- the engine's own selection (html_engine.c) --------------------------------------------- */
+
+/* The record's engine entry fails. */
+bool html_engine_fails(const cJSON *record);
+/* The report's summary.engine counts, when any record carries the engine's selection. */
+void html_write_engine_overview(struct html_writer *writer, const cJSON *report);
+/* The chip of a record's summary line (nothing without an engine entry). */
+void html_put_engine_chip(struct html_writer *writer, const cJSON *record);
+/* The record's section: verdict, contract, rows per kind, wrong rows and their indices. */
+void html_write_engine(struct html_writer *writer, const cJSON *record);
+
 /* ---- a record's flapping rows (html_flapping.c) ---------------------------------------------- */
 
 void html_write_flapping(struct html_writer *writer, const cJSON *record);

@@ -81,6 +81,7 @@ void html_write_record_summary(struct html_writer *writer, const cJSON *record, 
     }
     if (shown == 0)
         html_put(writer, "<span class=\"muted\">no backend</span>");
+    html_put_engine_chip(writer, record);
     html_put(writer, "</span></summary>");
 }
 

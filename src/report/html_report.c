@@ -19,6 +19,8 @@
 
 static bool record_fails(const cJSON *record)
 {
+    if (html_engine_fails(record))
+        return true;
     const cJSON *backend;
     cJSON_ArrayForEach(backend, html_member_array(record, KEY_BACKENDS))
         if (html_mark_of(html_member_string(backend, KEY_VERDICT)) == MARK_FAIL)
@@ -124,6 +126,7 @@ static void write_records(struct html_writer *writer, const cJSON *report)
         html_write_record_facts(writer, record);
         html_write_census(writer, record);
         html_write_backend_details(writer, record);
+        html_write_engine(writer, record);
         html_put(writer, "<div class=\"panels\">");
         html_write_predicted_vs_observed(writer, record);
         html_write_timing(writer, record);
@@ -168,6 +171,7 @@ int html_report_write(const char *path, const cJSON *report, const cJSON *verdic
     html_write_header(writer, report, verdict);
     html_write_context(writer, report);
     html_write_backend_table(writer, verdict != NULL);
+    html_write_engine_overview(writer, report);
     if (verdict)
         html_write_gate_section(writer, verdict);
     write_records(writer, report);

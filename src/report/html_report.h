@@ -12,4 +12,8 @@
 int html_report_write(const char *path, const cJSON *report, const cJSON *verdict,
                       struct audit_error *err);
 
+/* document: a parsed "dsatopk-audit/compare" document (docs/TRIAGE.md "compare"), drawn as its
+ * own page with the same writer. Writes path atomically. */
+int html_compare_write(const char *path, const cJSON *document, struct audit_error *err);
+
 #endif

@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "json_util.h"
 
@@ -34,29 +32,16 @@ static uint32_t source_row(const struct record_result *record, uint32_t row)
 static cJSON *device_json(const struct gpu_device_info *device)
 {
     cJSON *json = cJSON_CreateObject();
-    char text[32];
     if (!json)
         return NULL;
     cJSON_AddNumberToObject(json, KEY_ORDINAL, device->ordinal);
-    cJSON_AddStringToObject(json, KEY_NAME, device->name);
-    snprintf(text, sizeof(text), "%d.%d", device->cc_major, device->cc_minor);
-    cJSON_AddStringToObject(json, KEY_COMPUTE_CAPABILITY, text);
-    cJSON_AddNumberToObject(json, KEY_SM_COUNT, device->sm_count);
-    json_add_u64(json, KEY_SMEM_PER_SM_BYTES, device->smem_per_sm);
+    document_device_add(json, device);
     json_add_u64(json, KEY_SMEM_PER_BLOCK_OPTIN_BYTES, device->smem_per_block_optin);
     json_add_u64(json, KEY_REPORTED_SMEM_PER_SM_BYTES, device->reported_smem_per_sm);
     cJSON_AddBoolToObject(json, KEY_SMEM_EMULATED, device->smem_emulated);
     json_add_u64(json, KEY_L2_BYTES, device->l2_bytes);
     json_add_u64(json, KEY_GLOBAL_MEMORY_BYTES, device->global_memory_bytes);
-    /* CUDA encodes versions as 1000 * major + 10 * minor. */
-    snprintf(text, sizeof(text), "%d.%d", device->driver_version / 1000,
-             (device->driver_version % 1000) / 10);
-    cJSON_AddStringToObject(json, KEY_DRIVER_VERSION, text);
-    snprintf(text, sizeof(text), "%d.%d", device->runtime_version / 1000,
-             (device->runtime_version % 1000) / 10);
-    cJSON_AddStringToObject(json, KEY_RUNTIME_VERSION, text);
-    cJSON_AddNumberToObject(json, KEY_DRIVER_VERSION_NUMBER, device->driver_version);
-    cJSON_AddNumberToObject(json, KEY_RUNTIME_VERSION_NUMBER, device->runtime_version);
+    document_cuda_versions_add(json, device->driver_version, device->runtime_version);
     return json;
 }
 
@@ -65,12 +50,10 @@ static cJSON *context_json(const struct run_context *context)
     cJSON *json = cJSON_CreateObject();
     if (!json)
         return NULL;
-    add_string_or_null(json, KEY_TOOL_VERSION, context->tool_version);
-    add_string_or_null(json, KEY_GIT_REVISION, context->git_revision);
-    add_string_or_null(json, KEY_VERSION_STRING, context->version_string);
-    add_string_or_null(json, KEY_COMMAND_LINE, context->command_line);
-    add_string_or_null(json, KEY_UTC_TIME, context->utc_time);
-    add_string_or_null(json, KEY_HOST, context->host);
+    if (document_context_add(json, &context->document) < 0) {
+        cJSON_Delete(json);
+        return NULL;
+    }
     if (context->device_available) {
         cJSON_AddItemToObject(json, KEY_DEVICE, device_json(&context->device));
         cJSON_AddNullToObject(json, KEY_DEVICE_UNAVAILABLE_REASON);
@@ -99,19 +82,6 @@ static cJSON *context_json(const struct run_context *context)
     for (size_t i = 0; backends && i < context->backend_count; i++)
         cJSON_AddItemToArray(backends, cJSON_CreateString(context->backends[i]));
     return json;
-}
-
-void run_context_fill_time_and_host(struct run_context *context)
-{
-    time_t now = time(NULL);
-    struct tm utc;
-    if (gmtime_r(&now, &utc))
-        strftime(context->utc_time, sizeof(context->utc_time), "%Y-%m-%dT%H:%M:%SZ", &utc);
-    else
-        snprintf(context->utc_time, sizeof(context->utc_time), "unknown");
-    if (gethostname(context->host, sizeof(context->host)) != 0)
-        snprintf(context->host, sizeof(context->host), "unknown");
-    context->host[sizeof(context->host) - 1] = '\0';
 }
 
 static cJSON *violations_json(const struct output_tally *tally, bool with_graph_mismatch)
@@ -457,6 +427,11 @@ cJSON *report_record_json(const struct record_result *record, const struct verdi
     cJSON *backends = cJSON_AddArrayToObject(json, KEY_BACKENDS);
     for (size_t i = 0; backends && i < record->backend_count; i++)
         cJSON_AddItemToArray(backends, backend_json(record, &record->backends[i], &verdicts[i]));
+    if (record->engine)
+        cJSON_AddItemToObject(json, KEY_ENGINE,
+                              report_engine_json(record->engine, record->source_rows));
+    else
+        cJSON_AddNullToObject(json, KEY_ENGINE);
     return json;
 }
 
@@ -503,6 +478,7 @@ int report_begin(struct run_report *report, const struct run_context *context,
     if (!context_object)
         goto no_memory;
     cJSON_AddItemToObject(report->root, KEY_CONTEXT, context_object);
+    report->context = context_object;
     report->records = cJSON_AddArrayToObject(report->root, KEY_RECORDS);
     report->input_errors = cJSON_AddArrayToObject(report->root, KEY_INPUT_ERRORS);
     if (!report->records || !report->input_errors)
@@ -567,28 +543,34 @@ int report_add_record(struct run_report *report, const struct record_result *rec
     }
     cJSON_AddItemToArray(report->records, json);
     report->record_count++;
+    engine_counts_add_entry(&report->engine, cJSON_GetObjectItemCaseSensitive(json, KEY_ENGINE));
     record_time_add(&report->record_time_total, &record->time);
 done:
     free(own);
     return status;
 }
 
-/* count_verdict for an entry built elsewhere (a missing or unknown status counts as error, a
- * missing or unknown verdict as fail). */
-static void count_entry(struct run_report *report, const cJSON *entry)
+void report_entry_outcome(const cJSON *entry, struct report_entry_outcome *outcome)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(entry, KEY_NAME);
-    const char *backend_name = cJSON_IsString(name) ? name->valuestring : "unnamed";
-    enum backend_status status = BACKEND_ERROR;
-    enum verdict verdict = VERDICT_FAIL;
+    outcome->name = cJSON_IsString(name) ? name->valuestring : "unnamed";
+    outcome->status = BACKEND_ERROR;
+    outcome->verdict = VERDICT_FAIL;
     backend_status_parse(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(entry, KEY_STATUS)),
-                         &status);
+                         &outcome->status);
     verdict_parse(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(entry, KEY_VERDICT)),
-                  &verdict);
-    count_verdict(report, backend_name, status, verdict);
-    struct time_breakdown time;
-    time_breakdown_from_json(cJSON_GetObjectItemCaseSensitive(entry, KEY_TIME_BREAKDOWN_MS), &time);
-    report_count_time(report, backend_name, &time);
+                  &outcome->verdict);
+    time_breakdown_from_json(cJSON_GetObjectItemCaseSensitive(entry, KEY_TIME_BREAKDOWN_MS),
+                             &outcome->time);
+}
+
+/* count_verdict for an entry built elsewhere. */
+static void count_entry(struct run_report *report, const cJSON *entry)
+{
+    struct report_entry_outcome outcome;
+    report_entry_outcome(entry, &outcome);
+    count_verdict(report, outcome.name, outcome.status, outcome.verdict);
+    report_count_time(report, outcome.name, &outcome.time);
 }
 
 void report_count_time(struct run_report *report, const char *backend_name,
@@ -620,7 +602,42 @@ int report_add_record_entries(struct run_report *report, const struct record_res
                           record->record->index);
     cJSON_AddItemToArray(report->records, json);
     report->record_count++;
+    engine_counts_add_entry(&report->engine, cJSON_GetObjectItemCaseSensitive(json, KEY_ENGINE));
     record_time_add(&report->record_time_total, &record->time);
+    return AUDIT_OK;
+}
+
+int report_record_add_per_device(cJSON *record, const cJSON *source, const cJSON *device,
+                                 struct audit_error *err)
+{
+    const cJSON *target_list = cJSON_GetObjectItemCaseSensitive(record, KEY_BACKENDS);
+    const cJSON *source_list = cJSON_GetObjectItemCaseSensitive(source, KEY_BACKENDS);
+    cJSON *target_backend = target_list ? target_list->child : NULL;
+    const cJSON *source_backend = source_list ? source_list->child : NULL;
+    for (; target_backend && source_backend;
+         target_backend = target_backend->next, source_backend = source_backend->next) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(source_backend, KEY_NAME);
+        const cJSON *target_name = cJSON_GetObjectItemCaseSensitive(target_backend, KEY_NAME);
+        if (!cJSON_IsString(name) || !cJSON_IsString(target_name) ||
+            strcmp(name->valuestring, target_name->valuestring) != 0)
+            return audit_fail(err, AUDIT_EDATA, "--devices: the backends of a record differ "
+                                                "between passes (%s)",
+                              cJSON_IsString(name) ? name->valuestring : "unnamed");
+        /* Copied before per_device is added: in the first pass source is record. */
+        cJSON *copy = cJSON_Duplicate(source_backend, 1);
+        cJSON *identity = cJSON_Duplicate(device, 1);
+        cJSON *list = cJSON_GetObjectItemCaseSensitive(target_backend, KEY_PER_DEVICE);
+        if (!list)
+            list = cJSON_AddArrayToObject(target_backend, KEY_PER_DEVICE);
+        if (!copy || !identity || !list) {
+            cJSON_Delete(copy);
+            cJSON_Delete(identity);
+            return audit_fail(err, AUDIT_ENOMEM, "out of memory recording per-device results");
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, KEY_PER_DEVICE);
+        cJSON_AddItemToObject(copy, KEY_DEVICE, identity);
+        cJSON_AddItemToArray(list, copy);
+    }
     return AUDIT_OK;
 }
 
@@ -662,6 +679,7 @@ static cJSON *summary_json(const struct run_report *report, int input_errors)
         json_add_u64(statuses, backend_status_name((enum backend_status)s),
                      report->status_counts[s]);
     json_add_u64(summary, KEY_INPUT_ERRORS, (uint64_t)(input_errors > 0 ? input_errors : 0));
+    cJSON_AddItemToObject(summary, KEY_ENGINE, engine_counts_json(&report->engine));
     cJSON *by_backend = cJSON_Duplicate(report->by_backend, 1);
     if (!statuses || !by_backend || !cJSON_AddItemToObject(summary, KEY_BY_BACKEND, by_backend)) {
         cJSON_Delete(by_backend);
@@ -698,6 +716,7 @@ cJSON *report_summary_json(const cJSON *records, const cJSON *input_errors)
     const cJSON *record;
     cJSON_ArrayForEach(record, records) {
         counts.record_count++;
+        engine_counts_add_entry(&counts.engine, cJSON_GetObjectItemCaseSensitive(record, KEY_ENGINE));
         const cJSON *entry;
         cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(record, KEY_BACKENDS))
             count_entry(&counts, entry);

@@ -18,8 +18,10 @@
 #include "backend_result.h"
 #include "capture.h"
 #include "census.h"
+#include "document_context.h"
 #include "error.h"
 #include "hash.h"
+#include "report_engine.h"
 #include "report_keys.h"
 #include "report_table.h"
 #include "topk_backends.h"
@@ -28,13 +30,10 @@
  * totals are always complete. */
 #define REPORT_MAX_LISTED_ROWS 4096u
 
+/* The report's context: the build, invocation, time and host every document opens with
+ * (document_context.h), then the device and the audit's settings. */
 struct run_context {
-    const char *tool_version;   /* "0.1.0" */
-    const char *git_revision;
-    const char *version_string; /* cli_version() */
-    const char *command_line;
-    char utc_time[32];
-    char host[256];
+    struct document_context document;
     bool device_available;
     struct gpu_device_info device;
     char device_unavailable_reason[AUDIT_ERROR_MESSAGE_BYTES];
@@ -49,9 +48,6 @@ struct run_context {
     bool gpu_prefilter;  /* GPU row hashes recognise repeated outputs (off: --no-gpu-prefilter,
                             --dump-outputs) */
 };
-
-/* Fills utc_time and host from the running system. */
-void run_context_fill_time_and_host(struct run_context *context);
 
 /* Where the main process's time for one record went, in milliseconds (records[].time_breakdown_ms):
  * the CPU side that runs once per record, and the wall time of its backends' workers. */
@@ -76,6 +72,7 @@ struct record_result {
     const struct census_row *census_rows;
     struct backend_result *backends;
     size_t backend_count;
+    const struct engine_result *engine;  /* the engine's selection judged; NULL: none recorded */
     struct record_time time;             /* all zero: not measured */
 };
 
@@ -90,11 +87,13 @@ struct backend_time_total {
 /* The report being built. */
 struct run_report {
     cJSON *root;
+    cJSON *context;  /* root's "context": the engine adds the shard and the device list */
     cJSON *records;
     cJSON *input_errors;
     /* summary counters */
     uint64_t record_count, runs, pass, fail, not_run;
     uint64_t status_counts[BACKEND_STATUS_COUNT];
+    struct engine_counts engine;
     cJSON *by_backend;
     /* The time_breakdown_ms of every entry counted, in total and per backend name (the table's
      * summary; not in the JSON, whose entries carry their own). */
@@ -141,6 +140,22 @@ cJSON *report_record_json_entries(const struct record_result *record, cJSON **en
                                   size_t count);
 int report_add_record_entries(struct run_report *report, const struct record_result *record,
                               cJSON **entries, size_t count, struct audit_error *err);
+/* run --devices: appends each backend entry of source (a record object of one device's pass)
+ * to the per_device[] list of the same backend in record (the record in the report; source may
+ * be record itself), with a copy of device as its "device". AUDIT_EDATA when the two records'
+ * backends differ, AUDIT_ENOMEM. */
+int report_record_add_per_device(cJSON *record, const cJSON *source, const cJSON *device,
+                                 struct audit_error *err);
+/* What a backend entry built elsewhere says (a worker's, on its way into the report): its
+ * backend name ("unnamed" when absent), status (error when missing or unknown), verdict (fail
+ * when missing or unknown) and time_breakdown_ms. The strings point into entry. */
+struct report_entry_outcome {
+    const char *name;
+    enum backend_status status;
+    enum verdict verdict;
+    struct time_breakdown time;
+};
+void report_entry_outcome(const cJSON *entry, struct report_entry_outcome *outcome);
 /* Adds an entry's time_breakdown_ms to the table's time totals (report_add_record and
  * report_add_record_entries do it; `run --devices` calls it for the later devices' entries). */
 void report_count_time(struct run_report *report, const char *backend_name,

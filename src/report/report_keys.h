@@ -1,14 +1,20 @@
 /* The names of the documents `run`, `gate` and `merge` write and read: the report, the baseline,
- * the gate verdict and the gate policy (docs/REPORT.md "Report JSON", docs/GATE.md). The writers
- * (report.c, gate_*.c), the reader (report_read.c), the HTML page and `extract --from-report`
- * spell every key through these constants, so a key is defined here once and a grep for its
- * string finds every place that writes or reads it. Each constant is the key in upper case.
+ * the gate verdict and the gate policy (docs/REPORT.md "Report JSON", docs/GATE.md, their JSON
+ * Schemas in docs/schemas/). The writers (report.c, gate_*.c, src/replay/audit_report.c), the
+ * reader (report_read.c), the HTML page and `extract --from-report` spell every key through
+ * these constants, so a key is defined here once and a grep for its string finds every place
+ * that writes or reads it. Each constant is the key in upper case. The keys these documents
+ * share with census, diff, compare, inspect, devices and bench (the engine's judgement among
+ * them) are document_keys.h's, included here; tests/build/test_document_keys.py keeps the key
+ * headers the only spelling.
  *
  * Values that name something (statuses, verdicts, levels, violation kinds) come from their own
  * name functions (verdict.h); the census object inside a record is the census's own format
  * (src/reference/census.c). */
 #ifndef DSATOPK_REPORT_KEYS_H
 #define DSATOPK_REPORT_KEYS_H
+
+#include "document_keys.h"
 
 /* ---- schemas -------------------------------------------------------------------------------- */
 
@@ -23,80 +29,33 @@
 /* The oldest version of each schema the readers accept: a newer tool reads older documents. */
 #define SCHEMA_VERSION_OLDEST_READ 1
 
-/* ---- every document ------------------------------------------------------------------------- */
+/* ---- reports, baselines, verdicts ----------------------------------------------------------- */
 
-#define KEY_SCHEMA "schema"
-#define KEY_SCHEMA_VERSION "schema_version"
-#define KEY_CONTEXT "context"
-#define KEY_SUMMARY "summary"
-#define KEY_RECORDS "records"
 #define KEY_COMPLETE "complete"
 #define KEY_STOP_REASON "stop_reason"
 #define KEY_EXIT_CODE "exit_code"
-#define KEY_INPUT_ERRORS "input_errors"
 
 /* ---- context -------------------------------------------------------------------------------- */
 
-#define KEY_TOOL_VERSION "tool_version"
-#define KEY_GIT_REVISION "git_revision"
-#define KEY_VERSION_STRING "version_string"
-#define KEY_COMMAND_LINE "command_line"
-#define KEY_UTC_TIME "utc_time"
-#define KEY_HOST "host"
-#define KEY_DEVICE "device"
 #define KEY_DEVICE_UNAVAILABLE_REASON "device_unavailable_reason"
 #define KEY_EMULATION "emulation"
 #define KEY_NOISE "noise"
-#define KEY_SEED "seed"
 #define KEY_GRAPH "graph"
 #define KEY_BATCH_INVARIANCE "batch_invariance"
 #define KEY_GPU_PREFILTER "gpu_prefilter"
-#define KEY_K_OVERRIDE "k_override"
-#define KEY_BACKENDS "backends"
 #define KEY_SHARD "shard"
-#define KEY_DEVICES "devices"
-
-/* context.device, and the device of a per_device entry */
-#define KEY_ORDINAL "ordinal"
-#define KEY_NAME "name"
-#define KEY_COMPUTE_CAPABILITY "compute_capability"
-#define KEY_SM_COUNT "sm_count"
-#define KEY_SMEM_PER_SM_BYTES "smem_per_sm_bytes"
-#define KEY_SMEM_PER_BLOCK_OPTIN_BYTES "smem_per_block_optin_bytes"
-#define KEY_REPORTED_SMEM_PER_SM_BYTES "reported_smem_per_sm_bytes"
-#define KEY_SMEM_EMULATED "smem_emulated"
-#define KEY_L2_BYTES "l2_bytes"
-#define KEY_GLOBAL_MEMORY_BYTES "global_memory_bytes"
-#define KEY_DRIVER_VERSION "driver_version"
-#define KEY_RUNTIME_VERSION "runtime_version"
-#define KEY_DRIVER_VERSION_NUMBER "driver_version_number"
-#define KEY_RUNTIME_VERSION_NUMBER "runtime_version_number"
 
 /* ---- records -------------------------------------------------------------------------------- */
 
-#define KEY_FILE "file"
-#define KEY_INDEX "index"
 #define KEY_GLOBAL_INDEX "global_index"
 #define KEY_BYTE_OFFSET "byte_offset"
-#define KEY_ROWS "rows"
 #define KEY_SOURCE_ROWS "source_rows"
-#define KEY_K "k"
-#define KEY_RECORD_K "record_k"
-#define KEY_ROW_STRIDE "row_stride"
 #define KEY_MAX_LENGTH "max_length"
 #define KEY_FLAGS "flags"
-#define KEY_ROW_STARTS "row_starts"
-#define KEY_PAGE_TABLE "page_table"
-#define KEY_PAGE_SIZE "page_size"
-#define KEY_ENGINE_INDICES "engine_indices"
-#define KEY_COMPRESSED "compressed"
-#define KEY_METADATA "metadata"
 #define KEY_METADATA_UNPARSED "metadata_unparsed"
-#define KEY_PAYLOAD_SHA256 "payload_sha256"
 #define KEY_REFERENCE "reference"
 #define KEY_OUTPUT_SHA256 "output_sha256"
 #define KEY_SET_SHA256 "set_sha256"
-#define KEY_CENSUS "census"
 #define KEY_TIME_BREAKDOWN_MS "time_breakdown_ms"
 
 /* records[].time_breakdown_ms */
@@ -106,25 +65,13 @@
 #define KEY_OTHER_MS "other_ms"
 #define KEY_TOTAL_MS "total_ms"
 
-/* input_errors[] */
-#define KEY_RECORD "record"
-#define KEY_KIND "kind"
-#define KEY_MESSAGE "message"
-
 /* ---- backend entries (records[].backends[]) ------------------------------------------------- */
 
-#define KEY_LEVEL "level"
 #define KEY_CLAIMS "claims"
-#define KEY_EXACT_SET "exact_set"
-#define KEY_SMALLEST_INDEX_TIES "smallest_index_ties"
-#define KEY_CANONICAL_ORDER "canonical_order"
-#define KEY_INDEX_ASCENDING "index_ascending"
-#define KEY_STATUS "status"
-#define KEY_REASON "reason"
 #define KEY_VERDICT "verdict"
 #define KEY_VERDICT_REASONS "verdict_reasons"
 #define KEY_SCRATCH_BYTES "scratch_bytes"
-#define KEY_PLUGIN "plugin" /* {"path": ...} of a backend loaded from a plugin */
+#define KEY_PLUGIN "plugin" /* {"path", "sha256"} of a backend loaded from a plugin */
 #define KEY_PER_DEVICE "per_device"
 
 /* time_breakdown_ms of a backend entry (total_ms and other_ms above) */
@@ -161,26 +108,21 @@
 #define KEY_FLAPPING_ROWS_TOTAL "flapping_rows_total"
 #define KEY_SET_FLAPPING_ROWS_TOTAL "set_flapping_rows_total"
 #define KEY_FLAPPING_ROWS "flapping_rows"
-#define KEY_ROW "row"
 #define KEY_REPS_DIFFERING "reps_differing"
 #define KEY_REPS_SET_DIFFERING "reps_set_differing"
 #define KEY_MAX_INDICES_DIFFERING "max_indices_differing"
 #define KEY_MAX_POSITIONS_DIFFERING "max_positions_differing"
 #define KEY_KERNEL_TIME_US "kernel_time_us"
-#define KEY_MEDIAN "median"
-#define KEY_MIN "min"
-#define KEY_MAX "max"
 
 /* predicted_vs_observed */
 #define KEY_PREDICTED_VS_OBSERVED "predicted_vs_observed"
 #define KEY_STAGING_MODEL "staging_model"
 #define KEY_STAGING_CAPACITY "staging_capacity"
 #define KEY_DROPS_ON_OVERFLOW "drops_on_overflow"
-#define KEY_UNDERDETERMINED_ROWS "underdetermined_rows"
 #define KEY_PREDICTED_OVERFLOW_ROWS "predicted_overflow_rows"
 /* flapping_rows (above) is a count here, a list in a tally */
 #define KEY_SET_FLAPPING_ROWS "set_flapping_rows"
-#define KEY_WRONG_ROWS "wrong_rows"
+/* wrong_rows (document_keys.h) is a list of row numbers here */
 #define KEY_SET_FLAPPING_AND_UNDERDETERMINED "set_flapping_and_underdetermined"
 #define KEY_SET_FLAPPING_NOT_UNDERDETERMINED "set_flapping_not_underdetermined"
 #define KEY_UNDERDETERMINED_NOT_SET_FLAPPING "underdetermined_not_set_flapping"
@@ -193,7 +135,6 @@
 
 /* graph */
 #define KEY_RAN "ran"
-#define KEY_ERROR "error"
 #define KEY_EQUALS_EAGER_REPS "equals_eager_reps"
 
 /* batch_invariance (ran and error above) */
@@ -221,7 +162,6 @@
 
 #define KEY_SHARDS "shards"
 #define KEY_COUNT "count"
-#define KEY_REPORT "report"
 
 /* ---- cross_device (run --devices) ----------------------------------------------------------- */
 
@@ -250,24 +190,22 @@
 #define KEY_NOW "now"
 #define KEY_BASELINE "baseline"
 #define KEY_POLICY "policy"
-#define KEY_PATH "path"
 #define KEY_RULES "rules"
 #define KEY_REPORTS "reports"
 #define KEY_REPORT_REASONS "report_reasons"
 #define KEY_REPORT_NOTES "report_notes"
-#define KEY_BACKEND "backend"
 #define KEY_CLAIMED_LEVEL "claimed_level"
 #define KEY_LEVEL_FROM "level_from"
 #define KEY_REPORT_STATUS "report_status"
 #define KEY_BASELINE_STATUS "baseline_status"
 #define KEY_REASONS "reasons"
-#define KEY_NOTES "notes"
 #define KEY_WHY "why"
 #define KEY_DEVICE_INDEX "device_index"
 #define KEY_TOLERATED_BY "tolerated_by"
 #define KEY_RULE "rule"
 #define KEY_UNUSED_TOLERANCES "unused_tolerances"
 #define KEY_FAILING_REPORTS "failing_reports"
+#define KEY_REPORT_SHA256 "report_sha256"
 /* level_from when the level is the backend's own claim */
 #define GATE_LEVEL_FROM_CLAIM "claim"
 
@@ -277,6 +215,7 @@
 #define KEY_ALLOW_MISSING "allow_missing"
 #define KEY_ALLOW_INCOMPLETE "allow_incomplete"
 #define KEY_ALLOW_INPUT_ERRORS "allow_input_errors"
+#define KEY_ALLOW_NOTHING_AUDITED "allow_nothing_audited"
 #define KEY_KNOWN_FAILURES "known_failures"
 #define KEY_ALLOW "allow"
 #define KEY_TOLERATE "tolerate"

@@ -38,7 +38,9 @@ int json_field_item(const struct json_reader *reader, const cJSON *object, const
     const cJSON *item = json_member(object, key);
     *out = NULL;
     if (!item)
-        return need == FIELD_REQUIRED ? json_field_error(reader, path, key, "missing") : AUDIT_OK;
+        return need == FIELD_REQUIRED
+                   ? json_field_error(reader, path, key, "missing") /* a message, not a key */
+                   : AUDIT_OK;
     if (cJSON_IsNull(item)) {
         if (need == FIELD_NULLABLE)
             return AUDIT_OK;
@@ -162,25 +164,65 @@ void json_path_join(char *out, size_t size, const char *path, const char *key, l
         memcpy(out + size - 4, "...", 4);
 }
 
+/* "versions 1 to 3", or "version 1" where one is read. */
+static void readable_versions(int current, char *text, size_t size)
+{
+    if (current == SCHEMA_VERSION_OLDEST_READ)
+        snprintf(text, size, "version %d", current);
+    else
+        snprintf(text, size, "versions %d to %d", SCHEMA_VERSION_OLDEST_READ, current);
+}
+
 int json_field_schema_version(const struct json_reader *reader, const cJSON *root, const char *path,
                               const char *schema, enum field_need need, int current,
                               uint64_t *version)
 {
+    char readable[48];
+    readable_versions(current, readable, sizeof(readable));
+    /* Any integer above current is newer, however large (the strict parser leaves the value
+     * to this check). */
+    const cJSON *item = json_member(root, KEY_SCHEMA_VERSION);
+    if (cJSON_IsNumber(item) && isfinite(item->valuedouble) && item->valuedouble > current &&
+        item->valuedouble == floor(item->valuedouble)) {
+        *version = (uint64_t)current;
+        return json_field_error(reader, path, KEY_SCHEMA_VERSION,
+                                "%s%sversion %.0f is newer than this tool reads (%s): read it "
+                                "with the dsatopk-audit that wrote it, or a newer one",
+                                schema ? schema : "", schema ? " " : "", item->valuedouble,
+                                readable);
+    }
     int status = json_field_count(reader, root, path, KEY_SCHEMA_VERSION, need, UINT32_MAX,
                                   (uint64_t)current, version);
     if (status < 0)
         return status;
-    if (*version >= SCHEMA_VERSION_OLDEST_READ && *version <= (uint64_t)current)
+    if (*version >= SCHEMA_VERSION_OLDEST_READ)
         return AUDIT_OK;
-    char readable[48];
-    if (current == SCHEMA_VERSION_OLDEST_READ)
-        snprintf(readable, sizeof(readable), "version %d", current);
-    else
-        snprintf(readable, sizeof(readable), "versions %d to %d", SCHEMA_VERSION_OLDEST_READ,
-                 current);
     return json_field_error(reader, path, KEY_SCHEMA_VERSION,
                             "%s%sversion %llu: this tool reads %s", schema ? schema : "",
                             schema ? " " : "", (unsigned long long)*version, readable);
+}
+
+int document_schema_check(const char *path, const cJSON *root, const char *schema,
+                          int current_version, bool *schema_missing, struct audit_error *err)
+{
+    struct json_reader reader = { path, err };
+    const enum field_need need = schema_missing ? FIELD_OPTIONAL : FIELD_REQUIRED;
+    const char *found = NULL;
+    uint64_t version;
+    if (schema_missing)
+        *schema_missing = false;
+    if (!cJSON_IsObject(root))
+        return audit_fail(err, AUDIT_EDATA, "%s: not a JSON object (expected a %s document)", path,
+                          schema);
+    int status = json_field_string(&reader, root, "$", KEY_SCHEMA, need, &found);
+    if (status < 0)
+        return status;
+    if (found && strcmp(found, schema) != 0)
+        return audit_fail(err, AUDIT_EDATA, "%s: %s \"%.200s\" is not %s", path, KEY_SCHEMA, found,
+                          schema);
+    if (schema_missing)
+        *schema_missing = !found;
+    return json_field_schema_version(&reader, root, "$", schema, need, current_version, &version);
 }
 
 bool report_row_number(const cJSON *item, uint32_t *row)
@@ -564,9 +606,100 @@ static int parse_backend(const struct json_reader *reader, const cJSON *json, co
         if (status < 0)
             return status;
         if (entry->device.device_index < 0)
-            return json_field_error(reader, item_path, KEY_DEVICE, "missing");
+            return json_field_error(reader, item_path, KEY_DEVICE,
+                                    "missing"); /* a message, not a key */
     }
     return AUDIT_OK;
+}
+
+/* records[].engine: null or absent (no engine selection), or the judged entry. */
+static int parse_engine(const struct json_reader *reader, const cJSON *record_json,
+                        const char *record_path, struct document_engine *engine)
+{
+    const cJSON *json, *by_kind;
+    const char *status_word, *verdict_word;
+    char path[JSON_PATH_BYTES], by_kind_path[JSON_PATH_BYTES];
+    int status = json_field_object(reader, record_json, record_path, KEY_ENGINE, FIELD_NULLABLE,
+                                   &json);
+    if (status < 0 || !json)
+        return status;
+    json_path_join(path, sizeof(path), record_path, KEY_ENGINE, -1);
+    snprintf(engine->path, sizeof(engine->path), "%s", path);
+    engine->present = true;
+    status = json_field_string(reader, json, path, KEY_STATUS, FIELD_REQUIRED, &status_word);
+    if (status == AUDIT_OK)
+        status = json_field_string(reader, json, path, KEY_REASON, FIELD_NULLABLE,
+                                   &engine->reason);
+    if (status == AUDIT_OK)
+        status = json_field_string(reader, json, path, KEY_VERDICT, FIELD_REQUIRED,
+                                   &verdict_word);
+    if (status == AUDIT_OK)
+        status = json_field_array(reader, json, path, KEY_VERDICT_REASONS, FIELD_OPTIONAL,
+                                  &engine->verdict_reasons);
+    if (status == AUDIT_OK)
+        status = json_field_string(reader, json, path, KEY_CONTRACT_FROM, FIELD_OPTIONAL,
+                                   &engine->contract_from);
+    if (status == AUDIT_OK)
+        status = json_field_count(reader, json, path, KEY_ROWS, FIELD_REQUIRED, UINT32_MAX, 0,
+                                  &engine->rows);
+    if (status == AUDIT_OK)
+        status = json_field_object(reader, json, path, KEY_ROWS_BY_KIND, FIELD_REQUIRED, &by_kind);
+    if (status == AUDIT_OK)
+        status = json_field_array(reader, json, path, KEY_WRONG_ROWS, FIELD_OPTIONAL,
+                                  &engine->wrong_rows);
+    if (status == AUDIT_OK)
+        status = json_field_array(reader, json, path, KEY_TIE_VARIANT_ROWS, FIELD_OPTIONAL,
+                                  &engine->tie_variant_rows);
+    if (status < 0)
+        return status;
+    if (strcmp(status_word, ENGINE_STATUS_JUDGED) == 0)
+        engine->judged = true;
+    else if (strcmp(status_word, ENGINE_STATUS_ERROR) != 0)
+        return json_field_error(reader, path, KEY_STATUS, "'%s' is neither %s nor %s",
+                                status_word, ENGINE_STATUS_JUDGED, ENGINE_STATUS_ERROR);
+    if (verdict_parse(verdict_word, &engine->verdict) < 0 || engine->verdict == VERDICT_NOT_RUN)
+        return json_field_error(reader, path, KEY_VERDICT, "'%s' is neither pass nor fail",
+                                verdict_word);
+    const cJSON *contract = json_member(json, KEY_CONTRACT);
+    engine->order = cJSON_GetStringValue(json_member(contract, KEY_ORDER));
+    engine->tie_break = cJSON_GetStringValue(json_member(contract, KEY_TIE_BREAK));
+    json_path_join(by_kind_path, sizeof(by_kind_path), path, KEY_ROWS_BY_KIND, -1);
+    for (unsigned c = 0; c < ENGINE_ROW_CLASSES && status == AUDIT_OK; c++)
+        status = json_field_count(reader, by_kind, by_kind_path,
+                                  engine_row_class_name((enum engine_row_class)c), FIELD_REQUIRED,
+                                  UINT32_MAX, 0, &engine->class_rows[c]);
+    for (unsigned kind = 0; kind < CHECK_KIND_COUNT && status == AUDIT_OK; kind++)
+        status = json_field_count(reader, by_kind, by_kind_path,
+                                  check_kind_name((enum check_kind)kind), FIELD_OPTIONAL,
+                                  UINT32_MAX, 0, &engine->kind_rows[kind]);
+    return status;
+}
+
+void document_engine_evidence(const struct document_engine *engine, uint32_t *rows,
+                              char *contract, size_t contract_size,
+                              struct engine_evidence *evidence)
+{
+    uint64_t listed = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, engine->wrong_rows) {
+        if (listed >= VERDICT_LISTED_ROWS)
+            break;
+        if (report_row_number(item, &rows[listed]))
+            listed++;
+    }
+    snprintf(contract, contract_size, "order %s, tie_break %s (%s)",
+             engine->order ? engine->order : "n/a", engine->tie_break ? engine->tie_break : "n/a",
+             engine->contract_from ? engine->contract_from : "n/a");
+    *evidence = (struct engine_evidence){
+        .judged = engine->judged,
+        .reason = engine->reason,
+        .contract = contract,
+        .rows = engine->rows,
+        .wrong_rows = rows,
+        .wrong_rows_listed = listed,
+    };
+    memcpy(evidence->class_rows, engine->class_rows, sizeof(evidence->class_rows));
+    memcpy(evidence->kind_rows, engine->kind_rows, sizeof(evidence->kind_rows));
 }
 
 static int parse_record(const struct json_reader *reader, const cJSON *json, const char *path,
@@ -627,7 +760,7 @@ static int parse_record(const struct json_reader *reader, const cJSON *json, con
                 return json_field_error(reader, item_path, KEY_NAME, "backend '%s' is listed twice",
                                         backend->name);
     }
-    return AUDIT_OK;
+    return parse_engine(reader, json, path, &record->engine);
 }
 
 void report_document_release(struct report_document *document)
@@ -713,6 +846,18 @@ int report_document_parse(struct report_document *document, const char *path, cJ
 error:
     report_document_release(document);
     return status;
+}
+
+bool report_fingerprint(const cJSON *root, char hex[65])
+{
+    char *text = cJSON_PrintUnformatted(root);
+    uint8_t digest[HASH_BYTES];
+    if (!text)
+        return false;
+    hash_bytes(text, strlen(text), digest);
+    cJSON_free(text);
+    hash_to_hex(digest, hex);
+    return true;
 }
 
 int report_document_load(struct report_document *document, const char *path,
@@ -807,6 +952,20 @@ static enum file_match match_file(const cJSON *file, const char *capture, const 
     return strcmp(path_base_name(path), path_base_name(capture)) == 0 ? MATCH_NAME : MATCH_NONE;
 }
 
+/* Hands query->payload the payload_sha256 the report gives record index (at position), where
+ * the entry has one: extract holds the capture's record to it. */
+static int record_payload(struct report_row_query *query, const cJSON *entry, int position,
+                          uint32_t index, struct audit_error *err)
+{
+    const cJSON *payload = json_member(entry, KEY_PAYLOAD_SHA256);
+    if (!query->payload || !payload)
+        return AUDIT_OK;
+    if (!cJSON_IsString(payload) || !json_is_hex_hash(payload->valuestring))
+        return audit_fail(err, AUDIT_EDATA, "%s: records[%d].%s: not a lower-case hex SHA-256",
+                          query->report_path, position, KEY_PAYLOAD_SHA256);
+    return query->payload(query->context, index, payload->valuestring, err);
+}
+
 /* The rows of the records whose file matches capture as wanted; *any_record: some did;
  * *ambiguous: file-name matches name several files. */
 static int named_rows_matching(struct report_row_query *query, const cJSON *records,
@@ -831,12 +990,15 @@ static int named_rows_matching(struct report_row_query *query, const cJSON *reco
                               query->report_path, position);
         index = (uint32_t)json_member(entry, KEY_INDEX)->valuedouble;
         *any_record = true;
-        const cJSON *payload = json_member(entry, KEY_PAYLOAD_SHA256);
-        if (query->payload && payload) {
-            if (!cJSON_IsString(payload) || !json_is_hex_hash(payload->valuestring))
-                return audit_fail(err, AUDIT_EDATA, "%s: records[%d].%s: not a lower-case hex "
-                                  "SHA-256", query->report_path, position, KEY_PAYLOAD_SHA256);
-            if ((status = query->payload(query->context, index, payload->valuestring, err)) < 0)
+        if ((status = record_payload(query, entry, position, index, err)) < 0)
+            return status;
+        const cJSON *engine = json_member(entry, KEY_ENGINE);
+        if (!query->backend || strcmp(query->backend, KEY_ENGINE) == 0) {
+            char where[256];
+            snprintf(where, sizeof(where), "%s: records[%d].%s.%s", query->report_path, position,
+                     KEY_ENGINE, KEY_WRONG_ROWS);
+            if ((status = named_row_list(query, json_member(engine, KEY_WRONG_ROWS), index, where,
+                                         err)) < 0)
                 return status;
         }
         int backend_position = 0;
@@ -858,16 +1020,12 @@ static int named_rows_matching(struct report_row_query *query, const cJSON *reco
 
 int report_rows_named(const cJSON *report, struct report_row_query *query, struct audit_error *err)
 {
-    const cJSON *schema = json_member(report, KEY_SCHEMA);
     bool matched_any_record = false;
-    int status = AUDIT_OK;
     query->rows_named = 0;
-    query->schema_missing = false;
-    if (!cJSON_IsObject(report) ||
-        (schema && (!cJSON_IsString(schema) || strcmp(schema->valuestring, REPORT_SCHEMA))))
-        return audit_fail(err, AUDIT_EDATA, "%s: not a run report (schema is not \"%s\")",
-                          query->report_path, REPORT_SCHEMA);
-    query->schema_missing = !schema;
+    int status = document_schema_check(query->report_path, report, REPORT_SCHEMA,
+                                       REPORT_SCHEMA_VERSION, &query->schema_missing, err);
+    if (status < 0)
+        return status;
     const cJSON *records = json_member(report, KEY_RECORDS);
     if (!cJSON_IsArray(records))
         return audit_fail(err, AUDIT_EDATA, "%s: no \"%s\" array", query->report_path, KEY_RECORDS);

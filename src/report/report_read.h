@@ -65,6 +65,14 @@ int json_field_object(const struct json_reader *reader, const cJSON *object, con
 int json_field_schema_version(const struct json_reader *reader, const cJSON *root, const char *path,
                               const char *schema, enum field_need need, int current,
                               uint64_t *version);
+/* For a command that reads a document whole (report's HTML page, extract --from-report):
+ * AUDIT_EDATA naming path and the JSON path unless root is an object whose "schema" is schema
+ * and whose schema_version is one this tool reads, SCHEMA_VERSION_OLDEST_READ to current_version
+ * (a newer one: "SCHEMA version N is newer than this tool reads"). With schema_missing NULL
+ * both fields are required; else an absent schema is accepted and sets *schema_missing (a
+ * hand-written file) and an absent schema_version reads as current. */
+int document_schema_check(const char *path, const cJSON *root, const char *schema,
+                          int current_version, bool *schema_missing, struct audit_error *err);
 /* out = path.key, or path.key[index] for index >= 0; a path too long for out ends in "...". */
 void json_path_join(char *out, size_t size, const char *path, const char *key, long index);
 /* A number that is an integer from 0 to max (and exact in a double). */
@@ -136,6 +144,28 @@ struct document_backend {
     size_t per_device_count;
 };
 
+/* A record's engine entry (the engine's own selection judged, docs/REPORT.md). */
+struct document_engine {
+    bool present;                     /* the record has an engine entry (not null) */
+    char path[JSON_PATH_BYTES];
+    bool judged;                      /* status "judged"; else reason says why not */
+    const char *reason;
+    enum verdict verdict;             /* the report's own */
+    const cJSON *verdict_reasons;     /* array or NULL */
+    const char *order, *tie_break, *contract_from; /* NULL when absent */
+    uint64_t rows;
+    uint64_t class_rows[ENGINE_ROW_CLASSES];
+    uint64_t kind_rows[CHECK_KIND_COUNT];
+    const cJSON *wrong_rows;          /* the list (row objects), or NULL */
+    const cJSON *tie_variant_rows;    /* the list, or NULL */
+};
+
+/* The engine entry's evidence for verdict_judge_engine; rows (VERDICT_LISTED_ROWS entries) and
+ * contract (contract_size bytes) hold what the evidence points to. */
+void document_engine_evidence(const struct document_engine *engine, uint32_t *rows,
+                              char *contract, size_t contract_size,
+                              struct engine_evidence *evidence);
+
 struct document_record {
     char path[JSON_PATH_BYTES];
     const char *file;
@@ -147,6 +177,7 @@ struct document_record {
     const char *reference_output_sha256;
     struct document_backend *backends;
     size_t backend_count;
+    struct document_engine engine;
 };
 
 struct report_document {
@@ -165,6 +196,12 @@ struct report_document {
  * AUDIT_EDATA names path and the JSON path of the first field at fault. */
 int report_document_parse(struct report_document *document, const char *path, cJSON *root,
                           struct audit_error *err);
+/* The fingerprint gate writes for each report it judged (reports[].report_sha256): the SHA-256
+ * of the document as compact JSON (cJSON's unformatted print of the parsed file), so that a
+ * verdict can be checked against the report it was made from whatever the file's whitespace.
+ * hex receives 65 bytes; false when out of memory. */
+bool report_fingerprint(const cJSON *root, char hex[65]);
+
 /* Reads path and parses it. */
 int report_document_load(struct report_document *document, const char *path,
                          struct audit_error *err);
@@ -194,7 +231,8 @@ struct report_row_query {
 
 /* Hands query->add every row report names for the capture: per record of that capture, the
  * rows of each backend's flapping_rows, wrong_rows, graph.flapping_rows,
- * batch_invariance.dependent_rows and predicted_vs_observed row lists. A record is the
+ * batch_invariance.dependent_rows and predicted_vs_observed row lists, and the engine entry's
+ * wrong_rows (query->backend "engine": only those). A record is the
  * capture's when its "file" is absent, the same path or the same file once resolved; when none
  * is, when its file has the capture's file name (refused when several such files would give
  * rows). A hand-written report is read: every field but records[].index may be absent.

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "report_read.h"
 #include "terminal_text.h"
 
 void report_table_header(FILE *out)
@@ -72,6 +73,18 @@ void report_table_lines(FILE *out, const struct record_result *record,
     }
 }
 
+void report_table_engine_lines(FILE *out, const struct record_result *record)
+{
+    char where[64], shape[40];
+    if (!record->engine)
+        return;
+    snprintf(where, sizeof(where), "%s:%u", terminal_safe(base_name(record->file)),
+             record->record->index);
+    snprintf(shape, sizeof(shape), "%u x %d", record->record->rows,
+             report_record_max_length(record->record));
+    report_engine_table_lines(out, where, shape, record->engine, record->source_rows);
+}
+
 void report_table_summary(FILE *out, const struct run_report *report, const char *report_path)
 {
     fprintf(out,
@@ -84,6 +97,16 @@ void report_table_summary(FILE *out, const struct run_report *report, const char
             (unsigned long long)report->status_counts[BACKEND_UNAVAILABLE],
             (unsigned long long)report->status_counts[BACKEND_SKIPPED],
             cJSON_GetArraySize(report->input_errors));
+    const struct engine_counts *engine = &report->engine;
+    if (engine->records)
+        fprintf(out, "# engine selections: %llu record(s) judged: %llu pass, %llu fail; rows: %llu "
+                     "exact, %llu tie_variant (underdetermined, resolved the engine's way), %llu "
+                     "wrong\n",
+                (unsigned long long)engine->records, (unsigned long long)engine->pass,
+                (unsigned long long)engine->fail,
+                (unsigned long long)engine->class_rows[ENGINE_ROW_EXACT],
+                (unsigned long long)engine->class_rows[ENGINE_ROW_TIE_VARIANT],
+                (unsigned long long)engine->class_rows[ENGINE_ROW_WRONG]);
     const uint64_t faults = report->status_counts[BACKEND_HANG] +
                             report->status_counts[BACKEND_CRASH] +
                             report->status_counts[BACKEND_CUDA_ERROR];
@@ -125,4 +148,36 @@ void report_time_line(FILE *out, const char *label, const struct time_breakdown 
                     total > 0 ? 100.0 * value / total : 0.0);
     }
     fprintf(out, " other %.1f (%.1f%%)\n", other, total > 0 ? 100.0 * other / total : 0.0);
+}
+
+void report_table_cross_device(FILE *out, const cJSON *block, const char *devices_label)
+{
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, json_member(block, KEY_ENTRIES)) {
+        enum verdict verdict;
+        if (verdict_parse(cJSON_GetStringValue(json_member(entry, KEY_VERDICT)), &verdict) < 0 ||
+            verdict != VERDICT_FAIL)
+            continue;
+        const cJSON *file = json_member(entry, KEY_FILE), *index = json_member(entry, KEY_INDEX);
+        const cJSON *name = json_member(entry, KEY_NAME), *level = json_member(entry, KEY_LEVEL);
+        fprintf(out, "  cross-device %s:%.0f %s %s: the devices disagree:",
+                cJSON_IsString(file) ? terminal_safe(file->valuestring) : "?",
+                cJSON_IsNumber(index) ? index->valuedouble : 0,
+                cJSON_IsString(name) ? name->valuestring : "?",
+                cJSON_IsString(level) ? level->valuestring : "?");
+        const cJSON *device;
+        cJSON_ArrayForEach(device, json_member(entry, KEY_DEVICES)) {
+            const cJSON *hash = json_member(device, KEY_OUTPUT_SHA256);
+            fprintf(out, " [%.0f] %.12s", cJSON_GetNumberValue(json_member(device, KEY_INDEX)),
+                    cJSON_IsString(hash) ? hash->valuestring : "-");
+        }
+        fprintf(out, "\n");
+    }
+    const cJSON *summary = json_member(block, KEY_SUMMARY);
+    fprintf(out, "# cross-device (%s): %.0f record x backend(s) compared, %.0f agree, "
+                 "%.0f disagree, %.0f required disagreement(s)\n",
+            terminal_safe(devices_label), cJSON_GetNumberValue(json_member(summary, KEY_COMPARED)),
+            cJSON_GetNumberValue(json_member(summary, KEY_AGREE)),
+            cJSON_GetNumberValue(json_member(summary, KEY_DISAGREE)),
+            cJSON_GetNumberValue(json_member(summary, KEY_REQUIRED_DISAGREEMENTS)));
 }

@@ -10,11 +10,7 @@
 
 #include "diff_record.h"
 #include "document_context.h"
-
-#define DIFF_SCHEMA "dsatopk-audit/diff"
-/* 2: "schema_version" (was "version"); tool_version and command_line moved from the top level
- * into the shared context block. */
-#define DIFF_SCHEMA_VERSION 2
+#include "triage_keys.h"
 
 /* A new document: schema, schema_version, context, inputs, k_override (0: null) and empty
  * mismatch and input error lists. NULL when out of memory. */
@@ -23,6 +19,11 @@ cJSON *diff_json_begin(const struct document_context *context, const char *path_
 /* Appends a message to the document's "mismatches" or "input_errors". 0 or AUDIT_ENOMEM. */
 int diff_json_add_mismatch(cJSON *document, const char *message);
 int diff_json_add_input_error(cJSON *document, const char *message);
+/* A remark on the pairing that is not a mismatch (a reproducer compared with another run). */
+int diff_json_add_note(cJSON *document, const char *message);
+/* How records were paired: TRIAGE_BY_POSITION, or KEY_EXTRACTED_FROM with the reproducer's side
+ * (DIFF_SIDE_A or DIFF_SIDE_B). 0 or AUDIT_ENOMEM. */
+int diff_json_set_pairing(cJSON *document, const char *by, const char *reproducer);
 /* The object of one compared record, appended to records (an array the caller attaches with
  * diff_json_finish). 0 or AUDIT_ENOMEM. */
 int diff_json_add_record(cJSON *records, const struct diff_record_result *result);

@@ -33,16 +33,22 @@ struct diff_record_result {
     bool engine_compared;            /* some row compared engine outputs */
     bool scores_identical;           /* every compared row has the same scores */
     bool engine_differs_on_same;     /* some row: same scores, other engine output */
+    uint64_t engine_wrong_rows_a, engine_wrong_rows_b; /* rows whose engine selection is wrong */
     uint64_t reference_changed_rows, page_table_rows;
     struct diff_row *rows;           /* the rows that are not identical, in row order */
     size_t row_count, row_capacity;
 };
 
-/* Compares a and b (k_override 0: at A's k). result is released with
- * diff_record_result_release, also after an error (AUDIT_ENOMEM, or diff_row_compare's). */
+/* Compares a and b (k_override 0: at A's k); when both carry the engine's selection with one k,
+ * each side's is judged against its own scores (under the contract of its metadata) before
+ * the rows are classified. row_numbers (NULL: the rows' own) and index name the rows and the
+ * record in the result: a reproducer paired with its original reports the original's. result
+ * is released with diff_record_result_release, also after an error (AUDIT_ENOMEM, AUDIT_EDATA
+ * for a malformed metadata contract, or diff_row_compare's). */
 int diff_record_compare(const struct capture_record *a, const struct capture_record *b,
-                        uint32_t k_override, struct diff_scratch *scratch,
-                        struct diff_record_result *result, struct audit_error *err);
+                        uint32_t k_override, const uint32_t *row_numbers, uint32_t index,
+                        struct diff_scratch *scratch, struct diff_record_result *result,
+                        struct audit_error *err);
 void diff_record_result_release(struct diff_record_result *result);
 
 /* Over every record compared. */
@@ -53,11 +59,29 @@ struct diff_totals {
     /* Per record (call). */
     uint64_t records_scores_identical, records_scores_differ;
     uint64_t records_scores_same_engine_differs, records_reference_selection_changed;
-    uint64_t records_engine_compared;
+    uint64_t records_engine_compared, records_tie_flap, records_engine_wrong;
     uint64_t page_table_rows_differ;
     bool mismatch, input_error;
 };
 
 void diff_totals_add(struct diff_totals *totals, const struct diff_record_result *result);
+
+/* ---- a reproducer and its original (extract's "extracted_from") ---- */
+
+/* Where a record cut by `extract` came from: its metadata's extracted_from. */
+struct diff_provenance {
+    bool present;
+    uint32_t record;                 /* the source record's index */
+    uint32_t *rows;                  /* the source rows, one per row of the reproducer */
+    size_t row_count;
+    bool has_payload;
+    uint8_t payload_sha256[32];      /* of the source record */
+};
+
+/* Reads record's extracted_from (absent: present false). A malformed one is AUDIT_EDATA naming
+ * the record; rows that do not match the record's row count too. */
+int diff_provenance_read(const struct capture_record *record, struct diff_provenance *provenance,
+                         struct audit_error *err);
+void diff_provenance_release(struct diff_provenance *provenance);
 
 #endif

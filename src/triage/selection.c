@@ -188,9 +188,9 @@ const char *diff_case_name(enum diff_case diff_case)
     case DIFF_CASE_IDENTICAL: return "identical";
     case DIFF_CASE_SCORES_DIFFER_SELECTION_SAME: return "scores_differ_selection_same";
     case DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED: return "scores_differ_selection_changed";
-    case DIFF_CASE_SCORES_SAME_ENGINE_DIFFERS: return "scores_same_engine_differs";
-    case DIFF_CASE_SCORES_DIFFER_ENGINE_CHANGED_ALONE: return "scores_differ_engine_changed_alone";
-    case DIFF_CASE_SCORES_DIFFER_ENGINE_KEPT: return "scores_differ_engine_kept";
+    case DIFF_CASE_TIE_FLAP: return "tie_flap";
+    case DIFF_CASE_ENGINE_REORDERED: return "engine_reordered";
+    case DIFF_CASE_ENGINE_WRONG: return "engine_wrong";
     case DIFF_CASE_WINDOW_DIFFERS: return "window_differs";
     case DIFF_CASE_COUNT: break;
     }
@@ -203,7 +203,8 @@ const char *diff_attribution_name(enum diff_attribution attribution)
     case DIFF_ATTRIBUTION_NONE: return "none";
     case DIFF_ATTRIBUTION_UPSTREAM: return "upstream";
     case DIFF_ATTRIBUTION_SELECTION_KERNEL: return "selection_kernel";
-    case DIFF_ATTRIBUTION_INCONCLUSIVE: return "inconclusive";
+    case DIFF_ATTRIBUTION_TIE_FLAP: return "tie_flap";
+    case DIFF_ATTRIBUTION_ENGINE_WRONG: return "engine_wrong";
     case DIFF_ATTRIBUTION_CAPTURE_MISMATCH: return "capture_mismatch";
     case DIFF_ATTRIBUTION_COUNT: break;
     }
@@ -216,13 +217,13 @@ enum diff_attribution diff_case_attribution(enum diff_case diff_case)
     case DIFF_CASE_IDENTICAL:
     case DIFF_CASE_SCORES_DIFFER_SELECTION_SAME: return DIFF_ATTRIBUTION_NONE;
     case DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED: return DIFF_ATTRIBUTION_UPSTREAM;
-    case DIFF_CASE_SCORES_SAME_ENGINE_DIFFERS:
-    case DIFF_CASE_SCORES_DIFFER_ENGINE_CHANGED_ALONE: return DIFF_ATTRIBUTION_SELECTION_KERNEL;
-    case DIFF_CASE_SCORES_DIFFER_ENGINE_KEPT: return DIFF_ATTRIBUTION_INCONCLUSIVE;
-    case DIFF_CASE_WINDOW_DIFFERS: return DIFF_ATTRIBUTION_CAPTURE_MISMATCH;
+    case DIFF_CASE_TIE_FLAP: return DIFF_ATTRIBUTION_TIE_FLAP;
+    case DIFF_CASE_ENGINE_REORDERED: return DIFF_ATTRIBUTION_SELECTION_KERNEL;
+    case DIFF_CASE_ENGINE_WRONG: return DIFF_ATTRIBUTION_ENGINE_WRONG;
+    case DIFF_CASE_WINDOW_DIFFERS:
     case DIFF_CASE_COUNT: break;
     }
-    return DIFF_ATTRIBUTION_INCONCLUSIVE;
+    return DIFF_ATTRIBUTION_CAPTURE_MISMATCH;
 }
 
 void diff_scratch_free(struct diff_scratch *scratch)
@@ -234,7 +235,7 @@ void diff_scratch_free(struct diff_scratch *scratch)
     free(scratch->sorted_b);
     free(scratch->engine_a);
     free(scratch->engine_b);
-    free(scratch->page_keys);
+    topk_page_inverse_free(&scratch->pages);
     memset(scratch, 0, sizeof(*scratch));
 }
 
@@ -272,12 +273,6 @@ static int compare_i64(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-static int compare_u64(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return (a > b) - (a < b);
-}
-
 /* Compares two index lists of equal length: *order_changed when any position differs,
  * *set_changed when the sorted lists differ. sorted_a/sorted_b are scratch. */
 static void compare_selections(const int64_t *a, const int64_t *b, size_t count,
@@ -309,58 +304,6 @@ static const int32_t *row_pages(const struct capture_record *record, uint32_t b,
     if (start > record->page_table_cols || pages > record->page_table_cols - start)
         return NULL;
     return record->page_table + (uint64_t)b * record->page_table_cols + start;
-}
-
-/* Maps row b's engine indices back to window positions through its page table: the inverse of
- * topk_translate_index. An index no page of the window explains becomes -3 - index, so it still
- * differs from every window position, from -1 padding and from other unexplained indices. */
-static int engine_to_window(const struct capture_record *record, uint32_t b,
-                            struct diff_scratch *scratch, int64_t *out, struct audit_error *err)
-{
-    const int32_t *engine = record->engine_indices + (uint64_t)b * record->k;
-    int32_t length = record->lengths[b];
-    uint64_t pages = pages_covering(length, record->page_size);
-    const int32_t *table = row_pages(record, b, pages);
-    if (!table)
-        return audit_fail(err, AUDIT_EDATA, "record %u row %u: page-table row starts outside the "
-                          "table", record->index, b);
-    if (pages > scratch->page_capacity) {
-        uint64_t *keys = realloc(scratch->page_keys, pages * sizeof(uint64_t));
-        if (!keys)
-            return audit_fail(err, AUDIT_ENOMEM, "diff: out of memory for %" PRIu64 " pages",
-                              pages);
-        scratch->page_keys = keys;
-        scratch->page_capacity = pages;
-    }
-    for (uint64_t slot = 0; slot < pages; slot++)
-        scratch->page_keys[slot] = ((uint64_t)(uint32_t)table[slot] << 32) | slot;
-    qsort(scratch->page_keys, pages, sizeof(uint64_t), compare_u64);
-    for (uint32_t i = 0; i < record->k; i++) {
-        int32_t index = engine[i];
-        if (index < 0) {
-            out[i] = index;
-            continue;
-        }
-        uint32_t page = (uint32_t)index / record->page_size;
-        uint64_t offset = (uint32_t)index % record->page_size;
-        /* Lower bound of (page, slot 0): the first slot holding this page. */
-        uint64_t wanted = (uint64_t)page << 32;
-        uint64_t lo = 0, hi = pages;
-        while (lo < hi) {
-            uint64_t mid = lo + (hi - lo) / 2;
-            if (scratch->page_keys[mid] < wanted)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        out[i] = -3 - (int64_t)index;
-        if (lo < pages && (scratch->page_keys[lo] >> 32) == page) {
-            uint64_t position = (scratch->page_keys[lo] & 0xFFFFFFFFu) * record->page_size + offset;
-            if (position < (uint64_t)length)
-                out[i] = (int64_t)position;
-        }
-    }
-    return AUDIT_OK;
 }
 
 static bool row_page_tables_differ(const struct capture_record *a, const struct capture_record *b,
@@ -481,23 +424,44 @@ static enum diff_case classify(const struct diff_row *row)
 {
     if (row->window_differs)
         return DIFF_CASE_WINDOW_DIFFERS;
+    /* Both runs agree: whether that output is right is `run`'s question, not diff's. */
+    if (row->scores_identical && (!row->engine_compared || !row->engine_order_changed))
+        return DIFF_CASE_IDENTICAL;
+    if (row->engine_judged && (row->engine_a.row_class == ENGINE_ROW_WRONG ||
+                               row->engine_b.row_class == ENGINE_ROW_WRONG))
+        return DIFF_CASE_ENGINE_WRONG;
     if (row->scores_identical)
-        return row->engine_compared && row->engine_order_changed
-                   ? DIFF_CASE_SCORES_SAME_ENGINE_DIFFERS
-                   : DIFF_CASE_IDENTICAL;
+        return row->engine_set_changed ? DIFF_CASE_TIE_FLAP : DIFF_CASE_ENGINE_REORDERED;
     if (!row->engine_compared)
         return row->reference_set_changed ? DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED
                                           : DIFF_CASE_SCORES_DIFFER_SELECTION_SAME;
-    if (row->reference_set_changed)
-        return row->engine_set_changed ? DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED
-                                       : DIFF_CASE_SCORES_DIFFER_ENGINE_KEPT;
-    return row->engine_set_changed ? DIFF_CASE_SCORES_DIFFER_ENGINE_CHANGED_ALONE
-                                   : DIFF_CASE_SCORES_DIFFER_SELECTION_SAME;
+    /* Both engine selections are valid top-k of their own scores: the engine's set is what the
+     * model saw. A set change the exact selection does not show is a choice among ties. */
+    if (!row->engine_set_changed)
+        return DIFF_CASE_SCORES_DIFFER_SELECTION_SAME;
+    return row->reference_set_changed ? DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED
+                                      : DIFF_CASE_TIE_FLAP;
+}
+
+/* One side's engine selection of row judged against its own scores. */
+static int judge_side(const struct check_context *checks, const struct engine_contract *contract,
+                      uint32_t row, struct engine_row_scratch *scratch,
+                      struct diff_engine_side *side, struct audit_error *err)
+{
+    struct engine_row_detail detail;
+    int status = engine_judge_row(checks, contract, row, scratch, &side->row_class, &side->kinds,
+                                  &detail, err);
+    if (status < 0)
+        return status;
+    side->missing_count = detail.missing_count;
+    for (uint64_t i = 0; i < detail.missing_count && i < ENGINE_LISTED_INDICES; i++)
+        side->missing[i] = detail.missing[i].index;
+    return AUDIT_OK;
 }
 
 int diff_row_compare(const struct capture_record *a, const struct capture_record *b, uint32_t row,
-                     uint32_t k, struct diff_scratch *scratch, struct diff_row *out,
-                     struct audit_error *err)
+                     uint32_t k, struct diff_scratch *scratch, struct diff_engine_judge *judge,
+                     struct diff_row *out, struct audit_error *err)
 {
     int status;
     memset(out, 0, sizeof(*out));
@@ -541,8 +505,12 @@ int diff_row_compare(const struct capture_record *a, const struct capture_record
         bool remap = out->page_table_differs && a->page_table && b->page_table &&
                      a->page_size == b->page_size && !out->window_differs;
         if (remap) {
-            if ((status = engine_to_window(a, row, scratch, scratch->engine_a, err)) < 0 ||
-                (status = engine_to_window(b, row, scratch, scratch->engine_b, err)) < 0)
+            if ((status = topk_untranslate_row(a, row, a->engine_indices + (uint64_t)row * width,
+                                               width, &scratch->pages, scratch->engine_a,
+                                               err)) < 0 ||
+                (status = topk_untranslate_row(b, row, b->engine_indices + (uint64_t)row * width,
+                                               width, &scratch->pages, scratch->engine_b,
+                                               err)) < 0)
                 return status;
         } else {
             const int32_t *engine_a = a->engine_indices + (uint64_t)row * width;
@@ -554,6 +522,14 @@ int diff_row_compare(const struct capture_record *a, const struct capture_record
         }
         compare_selections(scratch->engine_a, scratch->engine_b, width, scratch->sorted_a,
                            scratch->sorted_b, &out->engine_set_changed, &out->engine_order_changed);
+        if (judge && !out->window_differs) {
+            if ((status = judge_side(judge->a, &judge->contract_a, row, &judge->scratch_a,
+                                     &out->engine_a, err)) < 0 ||
+                (status = judge_side(judge->b, &judge->contract_b, row, &judge->scratch_b,
+                                     &out->engine_b, err)) < 0)
+                return status;
+            out->engine_judged = true;
+        }
     }
     out->diff_case = classify(out);
     return AUDIT_OK;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "capture.h"
+#include "engine_check.h"
 #include "error.h"
 #include "reference.h"
 
@@ -32,14 +33,18 @@ int selection_extract_rows(const struct capture_record *src, const uint32_t *row
 /* ---- diff: what changed between two captures of the same calls ---- */
 
 /* Every row falls in exactly one case (docs/TRIAGE.md explains each). "Selection" means the set
- * of selected indices; order changes are reported as flags. */
+ * of selected indices; order changes are reported as flags. When both records carry the
+ * engine's selection, each side's is judged against its own scores first (engine_check.h): a
+ * side that is not a valid top-k makes the row engine_wrong, whatever else changed. */
 enum diff_case {
     DIFF_CASE_IDENTICAL,                      /* same scores, same engine output (or none) */
-    DIFF_CASE_SCORES_DIFFER_SELECTION_SAME,   /* absorbed: same exact and engine sets */
-    DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED,/* the exact selection moved with the scores */
-    DIFF_CASE_SCORES_SAME_ENGINE_DIFFERS,     /* same scores, different engine output */
-    DIFF_CASE_SCORES_DIFFER_ENGINE_CHANGED_ALONE, /* exact set kept, engine set changed */
-    DIFF_CASE_SCORES_DIFFER_ENGINE_KEPT,      /* exact set changed, engine set kept */
+    DIFF_CASE_SCORES_DIFFER_SELECTION_SAME,   /* absorbed: same exact set, or same engine set */
+    DIFF_CASE_SCORES_DIFFER_SELECTION_CHANGED,/* the selection moved with the scores */
+    DIFF_CASE_TIE_FLAP,                       /* engine sets differ, both valid, where the exact
+                                                 set did not move: other boundary ties taken */
+    DIFF_CASE_ENGINE_REORDERED,               /* same scores, same engine set, another order */
+    DIFF_CASE_ENGINE_WRONG,                   /* a side's engine selection is not a valid top-k
+                                                 of its scores (or breaks its contract) */
     DIFF_CASE_WINDOW_DIFFERS,                 /* length or row start differ: not the same call */
     DIFF_CASE_COUNT,
 };
@@ -48,8 +53,9 @@ enum diff_case {
 enum diff_attribution {
     DIFF_ATTRIBUTION_NONE,             /* nothing diverged, or the selection absorbed it */
     DIFF_ATTRIBUTION_UPSTREAM,         /* the scores changed and carried the selection along */
-    DIFF_ATTRIBUTION_SELECTION_KERNEL, /* the selection kernel changed its output on its own */
-    DIFF_ATTRIBUTION_INCONCLUSIVE,     /* the engine does not follow the exact top-k here */
+    DIFF_ATTRIBUTION_SELECTION_KERNEL, /* the kernel reordered its output on the same scores */
+    DIFF_ATTRIBUTION_TIE_FLAP,         /* an underdetermined row: the kernel's tie-break moved */
+    DIFF_ATTRIBUTION_ENGINE_WRONG,     /* the engine selected a wrong set on one side */
     DIFF_ATTRIBUTION_CAPTURE_MISMATCH, /* the rows are not captures of the same call */
     DIFF_ATTRIBUTION_COUNT,
 };
@@ -57,6 +63,14 @@ enum diff_attribution {
 const char *diff_case_name(enum diff_case diff_case);
 const char *diff_attribution_name(enum diff_attribution attribution);
 enum diff_attribution diff_case_attribution(enum diff_case diff_case);
+
+/* One side's engine selection of a row, judged against that side's own scores. */
+struct diff_engine_side {
+    enum engine_row_class row_class;
+    uint32_t kinds;                          /* 1 << check_kind */
+    uint64_t missing_count;                  /* candidates above the k-th value it left out */
+    int64_t missing[ENGINE_LISTED_INDICES];  /* their window positions */
+};
 
 struct diff_row {
     uint32_t row;
@@ -83,7 +97,17 @@ struct diff_row {
     bool engine_compared;           /* both records carry engine_indices of the same k */
     bool engine_set_changed;
     bool engine_order_changed;
+    bool engine_judged;             /* engine_a and engine_b hold each side's judgement */
+    struct diff_engine_side engine_a, engine_b;
     bool page_table_differs;        /* the page-table entries covering the window differ */
+};
+
+/* What judging each side's engine selection needs, prepared once per record pair: the checks
+ * of each record at its own k and the contract from its metadata (engine_check.h). */
+struct diff_engine_judge {
+    const struct check_context *a, *b;
+    struct engine_contract contract_a, contract_b;
+    struct engine_row_scratch scratch_a, scratch_b;
 };
 
 struct diff_scratch {
@@ -92,8 +116,7 @@ struct diff_scratch {
     int32_t *reference_a, *reference_b;
     int64_t *sorted_a, *sorted_b;
     int64_t *engine_a, *engine_b;
-    uint64_t *page_keys;             /* page id << 32 | slot, for page-table inversion */
-    size_t page_capacity;
+    struct topk_page_inverse pages;  /* page-table inversion of engine indices */
 };
 
 void diff_scratch_free(struct diff_scratch *scratch);
@@ -101,10 +124,11 @@ void diff_scratch_free(struct diff_scratch *scratch);
 /* Compares row `row` (< both row counts) of a and b with the reference and census at k (> 0).
  * Engine outputs are compared when both records carry them with a->k == b->k; when the two page
  * tables differ for this row, engine indices are mapped back to window positions first, so a
- * different KV-cache page placement alone is not reported as a different selection. */
+ * different KV-cache page placement alone is not reported as a different selection. judge (NULL:
+ * not judged, both sides taken as valid) judges each side's engine selection. */
 int diff_row_compare(const struct capture_record *a, const struct capture_record *b, uint32_t row,
-                     uint32_t k, struct diff_scratch *scratch, struct diff_row *out,
-                     struct audit_error *err);
+                     uint32_t k, struct diff_scratch *scratch, struct diff_engine_judge *judge,
+                     struct diff_row *out, struct audit_error *err);
 
 /* Record-level differences that make two records not the same call. */
 struct diff_record_shape {

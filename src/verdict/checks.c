@@ -48,33 +48,6 @@ const char *check_kind_name(enum check_kind kind)
     return check_kind_names[kind];
 }
 
-static bool seen_test_and_set(uint8_t *seen, int32_t index)
-{
-    uint8_t mask = (uint8_t)(1u << (index & 7));
-    bool was_set = (seen[index >> 3] & mask) != 0;
-    seen[index >> 3] |= mask;
-    return was_set;
-}
-
-static bool seen_test(const uint8_t *seen, int32_t index)
-{
-    return (seen[index >> 3] >> (index & 7)) & 1u;
-}
-
-static void seen_clear(uint8_t *seen, int32_t index)
-{
-    seen[index >> 3] &= (uint8_t)~(1u << (index & 7));
-}
-
-/* Exact -inf is the one value that is never a candidate (NaNs, even negative ones that rank
- * below it, are candidates). */
-static bool is_negative_infinity(float value)
-{
-    uint32_t bits;
-    memcpy(&bits, &value, sizeof(bits));
-    return bits == TOPK_NEG_INF_BITS;
-}
-
 static int compare_keys(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -117,7 +90,7 @@ static void boundary_rows_thread(void *argument, unsigned slot)
         int32_t length = record->lengths[b];
         int64_t candidates = 0;
         for (int32_t i = 0; i < length; i++)
-            candidates += !is_negative_infinity(window[i]);
+            candidates += !topk_is_negative_infinity(window[i]);
         context->candidates[b] = candidates;
         if (candidates <= (int64_t)k) {
             /* No boundary: every candidate is selected. */
@@ -137,7 +110,7 @@ static void boundary_rows_thread(void *argument, unsigned slot)
         uint32_t boundary = topk_order_key(window[kth]);
         int64_t above = 0;
         for (int32_t i = 0; i < length; i++)
-            above += !is_negative_infinity(window[i]) && topk_order_key(window[i]) > boundary;
+            above += !topk_is_negative_infinity(window[i]) && topk_order_key(window[i]) > boundary;
         context->boundary_key[b] = boundary;
         context->above[b] = above;
     }
@@ -421,11 +394,11 @@ int checks_output_rows_reusing(const struct check_context *context, const int32_
             real_entries++;
             if (padding_started)
                 flags |= 1u << CHECK_PADDING;
-            if (raw < -1 || raw >= length || is_negative_infinity(window[raw])) {
+            if (raw < -1 || raw >= length || topk_is_negative_infinity(window[raw])) {
                 flags |= 1u << CHECK_OUT_OF_RANGE;
                 continue;
             }
-            if (seen_test_and_set(seen, raw)) {
+            if (check_mark_test_and_set(seen, raw)) {
                 flags |= 1u << CHECK_DUPLICATE;
                 continue;
             }
@@ -468,7 +441,7 @@ int checks_output_rows_reusing(const struct check_context *context, const int32_
             const int32_t *expected_row = reference_raw + (size_t)b * k;
             bool same_set = valid_entries == needed;
             for (uint32_t j = 0; j < k && same_set; j++)
-                if (expected_row[j] >= 0 && !seen_test(seen, expected_row[j]))
+                if (expected_row[j] >= 0 && !check_mark_test(seen, expected_row[j]))
                     same_set = false;
             if (!same_set)
                 flags |= 1u << CHECK_TIE_RULE;
@@ -477,7 +450,7 @@ int checks_output_rows_reusing(const struct check_context *context, const int32_
         /* Clear only the marks this row set. */
         for (uint32_t j = 0; j < k; j++)
             if (raw_row[j] >= 0 && raw_row[j] < length)
-                seen_clear(seen, raw_row[j]);
+                check_mark_clear(seen, raw_row[j]);
 
         record_row_flags(counts, row_flags, b, flags);
     }

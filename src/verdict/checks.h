@@ -30,6 +30,25 @@ enum check_kind {
 
 const char *check_kind_name(enum check_kind kind); /* "short", "duplicate", ... */
 
+/* Marks of window indices, one bit each: the duplicate checks' scratch (index >= 0). */
+static inline bool check_mark_test_and_set(uint8_t *marks, int64_t index)
+{
+    const uint8_t mask = (uint8_t)(1u << (index & 7));
+    const bool was_set = (marks[index >> 3] & mask) != 0;
+    marks[index >> 3] |= mask;
+    return was_set;
+}
+
+static inline bool check_mark_test(const uint8_t *marks, int64_t index)
+{
+    return (marks[index >> 3] >> (index & 7)) & 1u;
+}
+
+static inline void check_mark_clear(uint8_t *marks, int64_t index)
+{
+    marks[index >> 3] &= (uint8_t)~(1u << (index & 7));
+}
+
 /* What the backend promises (from its backend-table entry). */
 struct check_claims {
     bool smallest_index_ties;

@@ -483,6 +483,50 @@ enum verdict verdict_judge(const struct verdict_evidence *evidence, verdict_emit
     return judge.failures ? VERDICT_FAIL : VERDICT_PASS;
 }
 
+/* ---- the engine's own selection ------------------------------------------------------------ */
+
+enum verdict verdict_judge_engine(const struct engine_evidence *evidence, verdict_emit_fn emit,
+                                  void *context)
+{
+    struct judge judge = { .emit = emit, .context = context };
+    struct verdict_finding found;
+    if (!evidence->judged) {
+        found = failing(VERDICT_CHECK_STATUS, false);
+        finding(&judge, &found, "error: %s", evidence->reason ? evidence->reason : "(no reason)");
+        return VERDICT_FAIL;
+    }
+    const uint64_t wrong = evidence->class_rows[ENGINE_ROW_WRONG];
+    if (wrong > 0) {
+        char kinds[256] = "", rows[VERDICT_TEXT_BYTES / 2] = "";
+        size_t used = 0;
+        for (unsigned kind = 0; kind < CHECK_KIND_COUNT && used + 40 < sizeof(kinds); kind++)
+            if ((KIND_BIT(kind) & ENGINE_WRONG_KINDS) && evidence->kind_rows[kind])
+                used += (size_t)snprintf(kinds + used, sizeof(kinds) - used, "%s%s %llu",
+                                         used ? ", " : "", check_kind_name((enum check_kind)kind),
+                                         (unsigned long long)evidence->kind_rows[kind]);
+        if (evidence->wrong_rows && evidence->wrong_rows_listed) {
+            snprintf(rows, sizeof(rows), ": row%s ", wrong == 1 ? "" : "s");
+            list_rows(rows, sizeof(rows), evidence->wrong_rows, evidence->wrong_rows_listed);
+        }
+        found = failing(VERDICT_CHECK_ENGINE_WRONG, false);
+        found.rows = VERDICT_ROWS_ENGINE_WRONG;
+        found.rows_why = "engine_wrong";
+        finding(&judge, &found, "the engine's selection is wrong on %llu of %llu row(s) (%s) "
+                                "under %s%s",
+                (unsigned long long)wrong, (unsigned long long)evidence->rows, kinds,
+                evidence->contract ? evidence->contract : "its contract", rows);
+    }
+    const uint64_t ties = evidence->class_rows[ENGINE_ROW_TIE_VARIANT];
+    if (ties > 0) {
+        found = noting(VERDICT_CHECK_ENGINE_TIES, false);
+        finding(&judge, &found, "%llu of %llu row(s) are tie variants: underdetermined rows the "
+                                "engine resolved its own way (a valid top-k with other boundary "
+                                "ties than the reference's)",
+                (unsigned long long)ties, (unsigned long long)evidence->rows);
+    }
+    return judge.failures ? VERDICT_FAIL : VERDICT_PASS;
+}
+
 /* ---- run's stored verdict ------------------------------------------------------------------- */
 
 static void collect_reason(void *context, const struct verdict_finding *found)
@@ -506,4 +550,11 @@ void verdict_judge_into(const struct verdict_evidence *evidence, struct verdict_
 {
     memset(result, 0, sizeof(*result));
     result->verdict = verdict_judge(evidence, collect_reason, result);
+}
+
+void verdict_judge_engine_into(const struct engine_evidence *evidence,
+                               struct verdict_result *result)
+{
+    memset(result, 0, sizeof(*result));
+    result->verdict = verdict_judge_engine(evidence, collect_reason, result);
 }

@@ -20,6 +20,7 @@
 
 #include "census.h"
 #include "checks.h"
+#include "engine_check.h"
 #include "topk_backends.h"
 
 /* ---- words ---------------------------------------------------------------------------------- */
@@ -189,6 +190,8 @@ enum verdict_check {
     VERDICT_CHECK_GRAPH_MISMATCH,  /* graph replays differ from the eager output */
     VERDICT_CHECK_BATCH_ERROR,     /* the batch-invariance test stopped on an error */
     VERDICT_CHECK_BATCH_DEPENDENT, /* rows change with the batch they are in */
+    VERDICT_CHECK_ENGINE_WRONG,    /* the engine's own selection is wrong on some rows */
+    VERDICT_CHECK_ENGINE_TIES,     /* note: rows where the engine chose other boundary ties */
 };
 
 /* The rows of a report that show a finding (gate lists them beside its reasons). */
@@ -198,6 +201,7 @@ enum verdict_rows {
     VERDICT_ROWS_WRONG_NOT_PREDICTED, /* predicted_vs_observed.wrong_not_predicted_overflow_list */
     VERDICT_ROWS_GRAPH_FLAPPING,    /* the graph replays' flapping_rows */
     VERDICT_ROWS_BATCH_DEPENDENT,   /* batch_invariance.dependent_rows */
+    VERDICT_ROWS_ENGINE_WRONG,      /* the engine entry's wrong_rows */
 };
 
 /* A finding's text fits here (longer texts are cut). */
@@ -223,6 +227,27 @@ typedef void (*verdict_emit_fn)(void *context, const struct verdict_finding *fin
 enum verdict verdict_judge(const struct verdict_evidence *evidence, verdict_emit_fn emit,
                            void *context);
 
+/* ---- the engine's own selection ------------------------------------------------------------ */
+
+/* What judging a record's engine_indices showed (engine_check.h), from `run`'s judgement or from
+ * a report's engine entry. The rule: a row that is wrong (ENGINE_WRONG_KINDS) fails the entry;
+ * tie variants pass and are noted (underdetermined rows the engine resolved its own way). */
+struct engine_evidence {
+    bool judged;                  /* false: no judgement could be made (reason says why): fail */
+    const char *reason;
+    const char *contract;         /* "order sorted, tie_break small (metadata)", for the text */
+    uint64_t rows;
+    uint64_t class_rows[ENGINE_ROW_CLASSES];
+    uint64_t kind_rows[CHECK_KIND_COUNT];
+    const uint32_t *wrong_rows;   /* the first wrong rows, file row numbers (NULL: none known) */
+    uint64_t wrong_rows_listed;
+};
+
+/* Judges the engine entry of one record; findings as verdict_judge's (a STATUS finding when not
+ * judged, ENGINE_WRONG failing, ENGINE_TIES noting). Returns pass or fail. */
+enum verdict verdict_judge_engine(const struct engine_evidence *evidence, verdict_emit_fn emit,
+                                  void *context);
+
 /* ---- run's stored verdict ------------------------------------------------------------------- */
 
 #define VERDICT_MAX_REASONS 24
@@ -238,5 +263,8 @@ struct verdict_result {
 
 /* verdict_judge into a verdict_result. */
 void verdict_judge_into(const struct verdict_evidence *evidence, struct verdict_result *result);
+/* verdict_judge_engine into a verdict_result. */
+void verdict_judge_engine_into(const struct engine_evidence *evidence,
+                               struct verdict_result *result);
 
 #endif

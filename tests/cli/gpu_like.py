@@ -35,7 +35,13 @@ for record in report["records"]:
         backend["flapping_rows"] = [{"row": 1, "reps_differing": 1, "reps_set_differing": 0,
                                      "max_indices_differing": 0, "max_positions_differing": 2}] \
             if len(set(reps)) > 1 else []
-report["context"]["device"] = {"name": "NVIDIA H200", "sm_count": 132}
+# The device as `run` describes an H200 (docs/schemas/report-1.schema.json "device").
+report["context"].update(device_unavailable_reason=None, device={
+    "ordinal": 0, "name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132,
+    "smem_per_sm_bytes": 233472, "smem_per_block_optin_bytes": 232448,
+    "reported_smem_per_sm_bytes": 233472, "smem_emulated": False, "l2_bytes": 62914560,
+    "global_memory_bytes": 150109880320, "driver_version": "13.0", "runtime_version": "13.0",
+    "driver_version_number": 13000, "runtime_version_number": 13000})
 if "drop-record-2" in mutations:
     report["records"] = [r for r in report["records"] if r["index"] != 2]
 if "broken-hash" in mutations:

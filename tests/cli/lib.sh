@@ -24,16 +24,49 @@ expect_grep() {
     if grep -qE -- "$1" "$2"; then pass "$3"; else fail "$3: no /$1/ in $2"; head -20 "$2" | sed 's/^/    /'; fi
 }
 
+# gpu_like_gates REPORT GPU_DIR GATE_DIR MUTATION...: GPU-like copies of REPORT
+# (tests/cli/gpu_like.py) as GPU_DIR/gpu_MUTATION.json, each gated against the clean copy (the
+# first MUTATION is clean) into GATE_DIR/gate_MUTATION.json.
+gpu_like_gates() {
+    local report=$1 gpu_dir=$2 gate_dir=$3 mutation
+    shift 3
+    for mutation in "$@"; do
+        python3 tests/cli/gpu_like.py "$report" "$gpu_dir/gpu_$mutation.json" "$mutation"
+        "$AUDIT" gate --baseline "$gpu_dir/gpu_clean.json" --format none \
+            --out "$gate_dir/gate_$mutation.json" "$gpu_dir/gpu_$mutation.json" >/dev/null 2>&1
+    done
+}
+
 # json_check FILE PYTHON-EXPRESSION DESCRIPTION: the expression sees the parsed file as `j`.
+# A copy of FILE is kept for finish(), which checks every document looked at against its schema.
 json_check() {
     if python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" 2>"$TMP/pyerr"; then
         pass "$3"
     else
         fail "$3: ($2) is false for $1"; sed 's/^/    /' "$TMP/pyerr" | tail -5
     fi
+    mkdir -p "$TMP/checked-documents"
+    CHECKED_DOCUMENTS=$((${CHECKED_DOCUMENTS:-0} + 1))
+    cp "$1" "$TMP/checked-documents/$CHECKED_DOCUMENTS-$(basename "$1")" 2>/dev/null
+}
+
+# Every document json_check looked at matches its schema in docs/schemas/ (tests/cli/
+# validate_documents.py). Without python3-jsonschema this is left out: cli_schemas fails in CI
+# where it is missing.
+check_documents_against_schemas() {
+    [ -d "$TMP/checked-documents" ] || return 0
+    python3 tests/cli/validate_documents.py --documents-in "$TMP/checked-documents" \
+        >"$TMP/schema-check" 2>&1
+    case $? in
+        0) pass "the documents json_check read match their schemas ($(tail -1 "$TMP/schema-check"))" ;;
+        77) echo "# SKIP schema check of the documents: python3-jsonschema is not installed" ;;
+        *) fail "a document json_check read does not match its schema (docs/schemas/)"
+           grep -v '^ok ' "$TMP/schema-check" | sed 's/^/    /' | head -20 ;;
+    esac
 }
 
 finish() {
+    check_documents_against_schemas
     echo "$PASSES passed, $FAILURES failed"
     [ "$FAILURES" -eq 0 ]
 }

@@ -16,7 +16,7 @@ else
     expect_grep '^device 0: ' "$TMP/table.txt" "the table lists device 0"
     expect_grep 'compute capability +[0-9]+\.[0-9]+' "$TMP/table.txt" "device 0 has a compute capability"
 fi
-for backend in radix filtered filtered-det bitonic sort; do
+for backend in radix filtered filtered-det bitonic sort fi-auto fi-det fi-det-sorted fi-graph-safe; do
     expect_grep "^  $backend +(not_guaranteed|run_to_run|gpu_to_gpu) " "$TMP/table.txt" \
         "the table lists backend $backend with its level"
 done
@@ -25,13 +25,15 @@ expect_grep '^  +limits: ' "$TMP/table.txt" "the table shows the backends' limit
 # JSON: schema, the backend table, and the device section that fits this machine.
 expect_exit 0 "devices --format json" -- "$AUDIT" devices --format json
 cp "$TMP/out" "$TMP/plain.json"
-json_check "$TMP/plain.json" 'j["schema"] == "dsatopk-audit/devices" and j["schema_version"] == 2' \
+json_check "$TMP/plain.json" 'j["schema"] == "dsatopk-audit/devices" and j["schema_version"] == 3' \
     "JSON names its schema and version"
+json_check "$TMP/plain.json" 'all(v is None or isinstance(v, str) for v in (j["cuda"]["driver_version"], j["cuda"]["runtime_version"])) and isinstance(j["cuda"]["runtime_version_number"], int)' \
+    "the CUDA versions as the report writes them: text, and CUDA's number"
 json_check "$TMP/plain.json" '"devices" in j["context"]["command_line"] and j["context"]["utc_time"].endswith("Z")' \
     "JSON opens with the context block"
 json_check "$TMP/plain.json" \
-    '[b["name"] for b in j["backends"]] == ["radix", "filtered", "filtered-det", "bitonic", "sort"]' \
-    "JSON lists the five backends of the table in order"
+    '[b["name"] for b in j["backends"]] == ["radix", "filtered", "filtered-det", "bitonic", "sort", "fi-auto", "fi-det", "fi-det-sorted", "fi-graph-safe"]' \
+    "JSON lists the nine backends of the table in order"
 json_check "$TMP/plain.json" \
     'all(b["level"] in ("not_guaranteed", "run_to_run", "gpu_to_gpu") and isinstance(b["limits"], str) for b in j["backends"])' \
     "every backend has a CCCL determinism level and limits"
@@ -70,11 +72,11 @@ else
     fail "the global and the command option give different documents"
 fi
 json_check "$TMP/gb10.json" \
-    'len(j["devices"]) > 0 and all(d["smem_emulated"] and d["smem_per_sm"] == 102400 and d["smem_per_block_optin"] <= 102400 for d in j["devices"])' \
+    'len(j["devices"]) > 0 and all(d["smem_emulated"] and d["smem_per_sm_bytes"] == 102400 and d["smem_per_block_optin_bytes"] <= 102400 for d in j["devices"])' \
     "every listed device reports the emulated 102400 B per SM"
 if [ "$HAVE_GPU" -eq 0 ]; then
     json_check "$TMP/gb10.json" \
-        'len(j["devices"]) == 1 and j["devices"][0]["described"] and j["devices"][0]["ordinal"] is None and j["devices"][0]["reported_smem_per_sm"] == 233472' \
+        'len(j["devices"]) == 1 and j["devices"][0]["described"] and j["devices"][0]["ordinal"] is None and j["devices"][0]["reported_smem_per_sm_bytes"] == 233472' \
         "without a GPU the decisions are for one described H200-like device"
 fi
 cat >"$TMP/decisions.py" <<'EOF'
@@ -116,6 +118,20 @@ check_decisions filtered-det refused-unless-unbuilt 512,1024,2048,4096,8192,1638
 check_decisions bitonic supported 512,1024,2048,4096,8192 "GB10: bitonic runs up to k = 8192"
 check_decisions bitonic "exceeds 8192" 16384 "GB10: bitonic refuses k = 16384 and names its limit"
 check_decisions sort supported 512,1024,2048,4096,8192,16384 "GB10: sort runs at every k"
+# FlashInfer's own kernels read the device themselves: under emulation they refuse, saying so
+# (or, in a build without the flashinfer headers, that they are not built).
+if grep -q 'built from FlashInfer' "$TMP/table.txt"; then
+    fi_reason="cannot be emulated: FlashInfer reads the device itself"
+    pass "the table says the fi backends are built from FlashInfer's headers"
+else
+    fi_reason="not built: flashinfer headers not found (pip install flashinfer-python, or -Dflashinfer_include=...)"
+    expect_grep "limits: .*not built: flashinfer headers not found" "$TMP/table.txt" \
+        "the table says the fi backends are not built, and how to build them"
+fi
+for backend in fi-auto fi-det; do
+    check_decisions "$backend" "$fi_reason" 512,1024,2048,4096,8192,16384 \
+        "GB10: $backend is refused for every k: $fi_reason"
+done
 
 expect_exit 0 "table with emulation" -- "$AUDIT" devices --emulate-smem-per-sm 102400
 cp "$TMP/out" "$TMP/gb10.txt"

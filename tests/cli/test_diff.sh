@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # diff: constructed pairs of captures for every case (identical; scores perturbed below the
-# boundary gap; perturbed above it, the engine following; the engine's selection changed on
-# identical scores; the engine changing alone; the engine keeping its set), the JSON schema and
-# summary, the table's verdict, page placement, mismatched captures and the exit codes.
+# boundary gap; perturbed above it, the engine following; a tie flap on identical scores; a
+# wrong engine selection on identical scores, beside perturbed scores, and kept although the
+# scores moved), the JSON schema and summary, the table's verdict, page placement, a reproducer
+# paired with its original by extracted_from, mismatched captures and the exit codes.
 . "$(dirname "$0")/lib.sh"
 
 need_python_with_numpy
@@ -40,7 +41,7 @@ def big(scores, b):
     scores[b, i] = scores[b].max() + np.float32(1.0)
 
 def kernel(engine, b):
-    # The engine swaps its last pick for the (k+1)-th candidate.
+    # The engine swaps its last pick for the (k+1)-th candidate: a wrong set.
     engine[b, k - 1] = ranked(a, b, k)
 
 def variant(name, edit):
@@ -81,13 +82,24 @@ def paged(name, first_page):
                   engine_indices=translated.astype(np.int32))
 paged("paged_a", 100)
 paged("paged_b", 900)
+
+# A tie at row 0's boundary: the k-th and (k+1)-th candidates hold the same value. Run A's
+# engine takes the smaller index (the exact choice), run B's the larger: both valid, a tie flap.
+tied = a.copy()
+tied[0, ranked(a, 0, k)] = tied[0, ranked(a, 0, k - 1)]
+engine_tied = exact(tied)
+append_record(f"{d}/tie_a.bin", tied, lengths, k, engine_indices=engine_tied)
+flapped = engine_tied.copy()
+pair = sorted([ranked(a, 0, k - 1), ranked(a, 0, k)])
+flapped[0, list(flapped[0]).index(pair[0])] = pair[1]
+append_record(f"{d}/tie_b.bin", tied, lengths, k, engine_indices=flapped)
 EOF
 
 # ---- identical ----
 expect_exit 0 "a capture against itself" -- "$AUDIT" diff "$D/a.bin" "$D/a.bin"
 expect_grep "agree bit for bit" "$TMP/out" "the verdict says the captures agree"
 expect_exit 0 "identical pair as JSON" -- "$AUDIT" diff --format json -o "$D/same.json" "$D/a.bin" "$D/a.bin"
-json_check "$D/same.json" 'j["schema"] == "dsatopk-audit/diff" and j["schema_version"] == 2' "schema id and version"
+json_check "$D/same.json" 'j["schema"] == "dsatopk-audit/diff" and j["schema_version"] == 3' "schema id and version"
 json_check "$D/same.json" '"diff" in j["context"]["command_line"] and j["context"]["utc_time"].endswith("Z") and "command_line" not in j' \
     "the command line and the time are in the context block"
 json_check "$D/same.json" 'j["summary"]["cases"]["identical"] == 6 and j["summary"]["rows_differing"] == 0 and j["records"][0]["differing_rows"] == []' \
@@ -114,32 +126,71 @@ expect_grep "row 2 +scores_differ_selection_changed.*can cross: yes; exact set c
     "$TMP/out" "the table explains row 2"
 expect_grep "verdict: the scores differ upstream of the selection" "$TMP/out" "the verdict blames upstream"
 
-# ---- engine selection changed on identical scores ----
+# ---- the engine's selection changed on identical scores: a wrong set, named ----
 expect_exit 1 "engine selection changed with identical scores" -- "$AUDIT" diff --format json -o "$D/kernel.json" "$D/a.bin" "$D/kernel.bin"
 json_check "$D/kernel.json" \
-    'all(r["row"] == 3 and r["case"] == "scores_same_engine_differs" and r["attribution"] == "selection_kernel" and r["scores_identical"] and r["engine_set_changed"] and r["boundary_gap"] is None for r in j["records"][0]["differing_rows"])' \
-    "row 3: identical scores, engine set changed: the selection kernel"
-json_check "$D/kernel.json" 'j["summary"]["records_scores_same_engine_differs"] == 1 and j["summary"]["records_scores_identical"] == 1' \
-    "summary: one call with identical scores and a different engine selection"
+    'all(r["row"] == 3 and r["case"] == "engine_wrong" and r["attribution"] == "engine_wrong" and r["scores_identical"] and r["engine_set_changed"] and r["boundary_gap"] is None and r["engine_wrong_side"] == "B" and r["engine_a"]["class"] == "exact" and r["engine_b"]["class"] == "wrong" and "wrong_set" in r["engine_b"]["kinds"] and r["engine_b"]["missing_total"] == 1 for r in j["records"][0]["differing_rows"])' \
+    "row 3: identical scores, B's engine set is not a top-k: engine_wrong, side B"
+"$PYTHON" - "$D" >"$TMP/missing.txt" <<'EOF'
+import json, sys
+import numpy as np
+from dsatopk_capture import read_records
+d = sys.argv[1]
+a = next(read_records(f"{d}/a.bin"))
+row = json.load(open(f"{d}/kernel.json"))["records"][0]["differing_rows"][0]
+# B dropped the k-th ranked candidate of row 3: that index is the one missing.
+want = int(np.argsort(-a.scores[3], kind="stable")[a.k - 1])
+print("ok" if row["engine_b"]["missing"] == [want] else f"missing {row['engine_b']['missing']} != [{want}]")
+EOF
+expect_grep '^ok$' "$TMP/missing.txt" "the missing index is the k-th ranked candidate B dropped"
+json_check "$D/kernel.json" 'j["summary"]["records_scores_same_engine_differs"] == 1 and j["summary"]["records_scores_identical"] == 1 and j["summary"]["records_engine_wrong"] == 1 and j["summary"]["records_tie_flap"] == 0' \
+    "summary: one call with identical scores and a different engine selection, which is wrong"
 expect_exit 1 "the kernel pair as a table" -- "$AUDIT" diff "$D/a.bin" "$D/kernel.bin"
-expect_grep "verdict: the selection kernel changed its output on its own in 1 row " "$TMP/out" \
-    "the verdict blames the kernel"
+expect_grep "row 3 +engine_wrong .*B's engine selection wrong \(wrong_set\), missing [0-9]+ -> engine_wrong" "$TMP/out" \
+    "the table names the side, the row and the missing index"
+expect_grep "verdict: the engine selected a wrong set in 1 row " "$TMP/out" "the verdict says the engine is wrong"
+
+# ---- a tie flap on identical scores ----
+expect_exit 1 "engine selections differ among boundary ties" -- "$AUDIT" diff --format json -o "$D/tie.json" "$D/tie_a.bin" "$D/tie_b.bin"
+json_check "$D/tie.json" \
+    '[(r["row"], r["case"], r["attribution"], r["engine_a"]["class"], r["engine_b"]["class"], r["engine_wrong_side"]) for r in j["records"][0]["differing_rows"]] == [(0, "tie_flap", "tie_flap", "exact", "tie_variant", None)]' \
+    "row 0: both valid, other boundary ties: tie_flap"
+expect_exit 1 "the tie pair as a table" -- "$AUDIT" diff "$D/tie_a.bin" "$D/tie_b.bin"
+expect_grep "verdict: the engine took other boundary ties in 1 row \(tie flap" "$TMP/out" "the verdict says tie flap, not wrong"
 
 # ---- every case in one pair ----
 expect_exit 1 "every case in one record" -- "$AUDIT" diff --format json -o "$D/every.json" "$D/a.bin" "$D/every.bin"
 json_check "$D/every.json" \
-    '{r["row"]: r["case"] for r in j["records"][0]["differing_rows"]} == {1: "scores_differ_selection_same", 2: "scores_differ_selection_changed", 3: "scores_same_engine_differs", 4: "scores_differ_engine_changed_alone", 5: "scores_differ_engine_kept"}' \
-    "rows 1-5 fall in their five cases"
+    '{r["row"]: (r["case"], r["engine_wrong_side"]) for r in j["records"][0]["differing_rows"]} == {1: ("scores_differ_selection_same", None), 2: ("scores_differ_selection_changed", None), 3: ("engine_wrong", "B"), 4: ("engine_wrong", "B"), 5: ("engine_wrong", "B")}' \
+    "rows 1-5: absorbed, upstream, and three wrong engine selections on side B"
 json_check "$D/every.json" \
-    'j["summary"]["cases"] == {"identical": 1, "scores_differ_selection_same": 1, "scores_differ_selection_changed": 1, "scores_same_engine_differs": 1, "scores_differ_engine_changed_alone": 1, "scores_differ_engine_kept": 1, "window_differs": 0}' \
-    "the summary counts each case once"
+    'j["summary"]["cases"] == {"identical": 1, "scores_differ_selection_same": 1, "scores_differ_selection_changed": 1, "tie_flap": 0, "engine_reordered": 0, "engine_wrong": 3, "window_differs": 0}' \
+    "the summary counts each case"
 json_check "$D/every.json" \
-    'j["summary"]["attribution"] == {"none": 2, "upstream": 1, "selection_kernel": 2, "inconclusive": 1, "capture_mismatch": 0}' \
+    'j["summary"]["attribution"] == {"none": 2, "upstream": 1, "selection_kernel": 0, "tie_flap": 0, "engine_wrong": 3, "capture_mismatch": 0}' \
     "the summary counts each attribution"
+json_check "$D/every.json" 'j["records"][0]["engine_wrong_rows_a"] == 0 and j["records"][0]["engine_wrong_rows_b"] == 3' \
+    "the record counts the wrong rows per side"
 expect_exit 1 "every case as a table" -- "$AUDIT" diff "$D/a.bin" "$D/every.bin"
-expect_grep "^  scores_same_engine_differs +1  selection_kernel" "$TMP/out" "the table summary counts the kernel case"
+expect_grep "^  engine_wrong +3  engine_wrong" "$TMP/out" "the table summary counts the engine_wrong case"
 expect_grep "^calls \(records\): 0 with identical scores, 1 with different scores" "$TMP/out" \
     "the table counts calls as seed 000 did"
+
+# ---- a reproducer against its original: rows paired by extracted_from ----
+expect_exit 0 "extract rows 3 and 5 of a capture" -- "$AUDIT" extract "$D/small.bin" --records 0 --rows 1,3 -o "$D/repro.bin"
+expect_exit 0 "diff of the original against its reproducer" -- "$AUDIT" diff --format json -o "$D/repro.json" "$D/small.bin" "$D/repro.bin"
+json_check "$D/repro.json" 'j["summary"]["rows_compared"] == 2 and j["summary"]["cases"]["identical"] == 2 and j["records"][0]["index"] == 0 and not j["summary"]["mismatch"]' \
+    "the reproducer's two rows meet rows 1 and 3 of the original, identical"
+expect_exit 1 "the reproducer against the capture of another run" -- "$AUDIT" diff --format json -o "$D/repro.json" "$D/repro.bin" "$D/a.bin"
+json_check "$D/repro.json" 'j["pairing"] == {"by": "extracted_from", "reproducer": "A"} and "not its source" in j["notes"][0] and [(r["row"], r["case"]) for r in j["records"][0]["differing_rows"]] == [(1, "scores_differ_selection_same")] and not j["summary"]["mismatch"]' \
+    "another run's record: noted, not a mismatch; the reproducer's row 1 meets row 1 of A, not row 0"
+expect_exit 0 "the reproducer against the capture it was cut from, as a table" -- "$AUDIT" diff "$D/repro.bin" "$D/small.bin"
+expect_grep "^# records paired by extracted_from: A is a reproducer of B" "$TMP/out" "the table says how records were paired"
+expect_grep "agree bit for bit" "$TMP/out" "a reproducer agrees with its source"
+"$AUDIT" extract "$D/small.bin" --records 0 --rows 5 -o "$D/row5.bin" >/dev/null 2>&1
+expect_exit 3 "a reproducer of rows the other capture lacks" -- "$AUDIT" diff "$D/five.bin" "$D/row5.bin"
+expect_grep "not the same calls: B record 0: extracted_from names rows A record 0 lacks" "$TMP/err" "stderr says why"
+if grep -q "agree bit for bit" "$TMP/out"; then fail "a mismatch ends with agree bit for bit"; else pass "a mismatch never agrees bit for bit"; fi
 
 # ---- --k, -o ----
 expect_exit 1 "--k 8 compares at another k" -- "$AUDIT" diff --k 8 --format json -o "$D/k8.json" "$D/a.bin" "$D/small.bin"
@@ -157,6 +208,10 @@ json_check "$D/paged.json" 'j["summary"]["page_table_rows_differ"] == 6 and j["s
 expect_exit 3 "two records against three" -- "$AUDIT" diff --format json -o "$D/count.json" "$D/a2.bin" "$D/b3.bin"
 json_check "$D/count.json" 'j["summary"]["records_compared"] == 2 and j["summary"]["mismatch"] and "A has 2, B has 3" in j["mismatches"][0]' \
     "record count mismatch reported, two records compared"
+expect_grep "not the same calls: record count differs: A has 2, B has 3" "$TMP/err" "stderr says why"
+expect_exit 3 "the same as a table" -- "$AUDIT" diff "$D/a2.bin" "$D/b3.bin"
+expect_grep "^verdict: the captures are not of the same calls" "$TMP/out" "the verdict says they are not the same calls"
+if grep -q "agree bit for bit" "$TMP/out"; then fail "identical common records of mismatched captures agree bit for bit"; else pass "mismatched captures never agree bit for bit"; fi
 expect_exit 3 "six rows against five" -- "$AUDIT" diff --format json -o "$D/rows.json" "$D/a.bin" "$D/five.bin"
 json_check "$D/rows.json" 'j["records"][0]["rows_compared"] == 5 and "rows differ (A 6, B 5)" in j["records"][0]["mismatches"][0]' \
     "rows mismatch reported, five rows compared"

@@ -23,11 +23,8 @@ C=captures
 "$AUDIT" diff --format json -o "$D/diff_mismatch.json" $C/plateau.bin "$TMP/small.bin" \
     >/dev/null 2>&1
 "$AUDIT" diff --format json -o "$D/diff_other.json" $C/tie.bin $C/plateau.bin >/dev/null 2>&1
-for mutation in clean sort-flaps radix-wrong filtered-unsupported drop-record-2; do
-    python3 tests/cli/gpu_like.py "$D/run.json" "$TMP/gpu_$mutation.json" "$mutation"
-    "$AUDIT" gate --baseline "$TMP/gpu_clean.json" --format none \
-        --out "$D/gate_$mutation.json" "$TMP/gpu_$mutation.json" >/dev/null 2>&1
-done
+gpu_like_gates "$D/run.json" "$TMP" "$D" clean sort-flaps radix-wrong filtered-unsupported \
+    drop-record-2
 "$AUDIT" gate --baseline "$D/baseline.json" --format none --out "$D/gate_cpu.json" \
     "$D/run.json" >/dev/null 2>&1
 

@@ -176,6 +176,11 @@ expect_grep "has no record of .*in.bin \(its first record is of /elsewhere/third
 echo '{"schema": "dsatopk-audit/diff", "records": []}' >"$D/diff.json"
 expect_exit 3 "a JSON file that is not a run report" -- \
     "$AUDIT" extract "$IN" --from-report "$D/diff.json" -o "$D/x.bin"
+sed 's/"schema_version":[[:space:]]*1/"schema_version": 2/' "$D/report.json" >"$D/newer.json"
+expect_exit 3 "a report of a newer schema version" -- \
+    "$AUDIT" extract "$IN" --from-report "$D/newer.json" -o "$D/x.bin"
+expect_grep 'newer\.json: \$\.schema_version: dsatopk-audit/report version 2 is newer' "$TMP/err" \
+    "the message names the report and its version"
 echo '{"schema": "dsatopk-audit/report", "records": [{"index": 0, "backends": [{"flapping_rows": ["x"]}]}]}' >"$D/bad.json"
 expect_exit 3 "a report with a malformed row list" -- \
     "$AUDIT" extract "$IN" --from-report "$D/bad.json" -o "$D/x.bin"

@@ -28,7 +28,7 @@ expect_exit 0 "run --baseline-out" -- "$AUDIT" run --reps 3 --out "$R" --baselin
 expect_grep "^# baseline: $B" "$TMP/out" "the table names the baseline"
 json_check "$B" 'j["schema"] == "dsatopk-audit/baseline" and j["schema_version"] == 1 and j["source"]["report"].endswith("report.json")' \
     "baseline schema id, version and source"
-json_check "$B" 'len(j["records"]) == 3 and all(len(r["backends"]) == 5 for r in j["records"])' \
+json_check "$B" 'len(j["records"]) == 3 and all(len(r["backends"]) == 9 for r in j["records"])' \
     "baseline: every record x backend"
 python3 - "$R" "$B" >"$TMP/subset.txt" 2>&1 <<'EOF'
 import json, sys
@@ -49,21 +49,35 @@ json_check "$R" '[r["global_index"] for r in j["records"]] == [0, 1, 2] and j["c
     "report: global_index per record, context.shard null"
 
 # ---- a CPU-only report against its own baseline ------------------------------------------------
+# Nothing ran: every backend is unavailable in both. A gate must not pass on that ("nothing was
+# audited"), unless the policy says allow_nothing_audited.
 V="$TMP/verdict.json"
-expect_exit 0 "gate: a report against its own baseline" -- "$AUDIT" gate --baseline "$B" --out "$V" "$R"
-expect_grep '^# gate PASS: 0 fail, 0 tolerated, 0 missing, 15 pass of 15 entries in 1 report' "$TMP/out" \
-    "table summary: 15 entries pass"
-json_check "$V" 'j["schema"] == "dsatopk-audit/gate" and j["schema_version"] == 1 and j["exit_code"] == 0' "verdict schema, version, exit code"
+expect_exit 1 "gate: a GPU-less report against its GPU-less baseline" -- "$AUDIT" gate --baseline "$B" --out "$V" "$R"
+expect_grep '^  REPORT +nothing was audited: no backend ran' "$TMP/out" "the table says nothing was audited"
+expect_grep '^# gate FAIL: 0 fail, 0 tolerated, 0 missing, 27 pass of 27 entries in 1 report\(s\); 1 report\(s\) failing as a whole' "$TMP/out" \
+    "table summary: 15 entries pass, the report fails as a whole"
+json_check "$V" 'j["schema"] == "dsatopk-audit/gate" and j["schema_version"] == 1 and j["exit_code"] == 1' "verdict schema, version, exit code"
+json_check "$V" 'any(t.startswith("nothing was audited") for t in j["reports"][0]["report_reasons"]) and j["reports"][0]["status"] == "fail"' \
+    "verdict: the report fails with nothing was audited"
 json_check "$V" 'all(k in j["context"] for k in ("tool_version", "git_revision", "command_line", "utc_time", "host", "now", "baseline", "policy"))' \
     "verdict context"
 json_check "$V" 'all(e["status"] == "pass" and any("not ok in the baseline either" in n for n in e["notes"]) for e in j["reports"][0]["entries"])' \
-    "unavailable in both: pass, with a note"
+    "unavailable in both: each entry passes, with a note"
+json_check "$V" 'len(j["reports"][0]["report_sha256"]) == 64' "verdict: the report's fingerprint"
+echo '{"allow_nothing_audited": true}' >"$TMP/nothing.json"
+expect_exit 0 "gate: the same with allow_nothing_audited" -- \
+    "$AUDIT" gate --baseline "$B" --policy "$TMP/nothing.json" --out "$V" "$R"
+expect_grep '^  NOTE +nothing was audited: .* \(allowed by the policy\)' "$TMP/out" "the allowance is a note"
+expect_grep '^# gate PASS: 0 fail, 0 tolerated, 0 missing, 27 pass of 27 entries in 1 report' "$TMP/out" \
+    "table summary: 27 entries pass (3 records x 9 backends)"
 expect_exit 0 "gate: a baseline file as the report (baselines of two GPUs compared)" -- \
-    "$AUDIT" gate --baseline "$B" --format none --out "$V" "$B"
-expect_exit 0 "gate: a full report as the baseline" -- "$AUDIT" gate --baseline "$R" --format none --out "$V" "$R"
+    "$AUDIT" gate --baseline "$B" --policy "$TMP/nothing.json" --format none --out "$V" "$B"
+expect_exit 0 "gate: a full report as the baseline" -- \
+    "$AUDIT" gate --baseline "$R" --policy "$TMP/nothing.json" --format none --out "$V" "$R"
 if [ ! -s "$TMP/out" ]; then pass "--format none: no table"; else fail "--format none printed"; fi
-expect_exit 0 "gate --out - writes the verdict to stdout" -- "$AUDIT" gate --baseline "$B" --out - "$R"
-json_check "$TMP/out" 'j["summary"]["pass"] == 15' "stdout is the verdict JSON"
+expect_exit 0 "gate --out - writes the verdict to stdout" -- \
+    "$AUDIT" gate --baseline "$B" --policy "$TMP/nothing.json" --out - "$R"
+json_check "$TMP/out" 'j["summary"]["pass"] == 27' "stdout is the verdict JSON"
 expect_grep '^# gate PASS' "$TMP/err" "--out -: the table goes to stderr"
 
 # ---- reports as a GPU would write them (edited by python3) --------------------------------------
@@ -77,7 +91,7 @@ gpu_like "$TMP/partial.json" drop-record-2
 gpu_like "$TMP/broken.json" broken-hash
 
 expect_exit 0 "gate: a GPU report against itself" -- "$AUDIT" gate --baseline "$G" --out "$V" "$G"
-json_check "$V" 'j["summary"]["pass"] == 15 and j["summary"]["fail"] == 0' "every level passes on a clean GPU report"
+json_check "$V" 'j["summary"]["pass"] == 27 and j["summary"]["fail"] == 0' "every level passes on a clean GPU report"
 
 expect_exit 1 "gate: sort (gpu_to_gpu) gives another output in one rep" -- \
     "$AUDIT" gate --baseline "$G" --out "$V" "$G" "$TMP/flaps.json"
@@ -101,7 +115,7 @@ expect_exit 1 "gate: a backend unsupported here but ok in the baseline" -- \
 json_check "$V" 'j["summary"]["fail"] == 3 and all("unsupported here" in e["reasons"][0] for e in j["reports"][0]["entries"] if e["status"] == "fail")' \
     "unsupported vs baseline ok: a failure on each record"
 expect_exit 1 "gate: the CPU-only report against a GPU baseline" -- "$AUDIT" gate --baseline "$G" --out "$V" "$R"
-json_check "$V" 'j["summary"]["fail"] == 15' "no GPU in CI: every backend fails (it ran in the baseline)"
+json_check "$V" 'j["summary"]["fail"] == 27' "no GPU in CI: every backend fails (it ran in the baseline)"
 
 # ---- policy ------------------------------------------------------------------------------------
 cat >"$TMP/policy.json" <<'EOF'
@@ -149,7 +163,7 @@ json_check "$V" '[(e["index"], e["status"], e["level_from"]) for e in j["reports
 # ---- missing records ---------------------------------------------------------------------------
 expect_exit 1 "gate: a report lacking a baseline record" -- "$AUDIT" gate --baseline "$G" --out "$V" "$TMP/partial.json"
 expect_grep '^  MISSING +small.bin:2 ' "$TMP/out" "the table shows the missing record"
-json_check "$V" 'j["summary"]["missing"] == 5 and j["summary"]["fail"] == 0' "missing: 5 entries (one record x 5 backends)"
+json_check "$V" 'j["summary"]["missing"] == 9 and j["summary"]["fail"] == 0' "missing: 9 entries (one record x 9 backends)"
 echo '{"allow_missing": true}' >"$TMP/allow_missing.json"
 expect_exit 0 "policy allow_missing" -- \
     "$AUDIT" gate --baseline "$G" --policy "$TMP/allow_missing.json" --out "$V" "$TMP/partial.json"
@@ -190,7 +204,7 @@ expect_exit 2 "--devices malformed" -- "$AUDIT" run --devices 0,,1 --out "$TMP/x
 expect_exit 2 "--out - with --baseline-out -" -- "$AUDIT" run --out - --baseline-out - "$CAPTURE"
 if python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["context"]["device"] is None else 1)' "$R"; then
     expect_exit 0 "run --devices 0,0 without a GPU" -- "$AUDIT" run --quiet --devices 0,0 --out "$TMP/dev.json" "$CAPTURE"
-    json_check "$TMP/dev.json" 'j["cross_device"]["available"] is False and j["cross_device"]["reason"].startswith("no CUDA device") and j["cross_device"]["requested"] == "0,0" and j["cross_device"]["entries"] == []' \
+    json_check "$TMP/dev.json" 'j["cross_device"]["available"] is False and (j["cross_device"]["reason"].startswith("no CUDA device") or j["cross_device"]["reason"].startswith("no NVIDIA driver found")) and j["cross_device"]["requested"] == "0,0" and j["cross_device"]["entries"] == []' \
         "no GPU: cross_device unavailable with the reason"
     json_check "$TMP/dev.json" 'j["context"]["devices"] == [0, 0] and all("per_device" not in b for r in j["records"] for b in r["backends"])' \
         "no GPU: the requested list in the context, no per_device entries"

@@ -41,6 +41,8 @@ WRITERS=(
     "gate --out|\"\$AUDIT\" gate --baseline \"$TMP/baseline.json\" --out \"\$OUT\" \"$TMP/report.json\""
     "merge -o|\"\$AUDIT\" merge -o \"\$OUT\" \"$TMP/shard.json\""
     "report -o|\"\$AUDIT\" report -o \"\$OUT\" \"$TMP/report.json\""
+    "compare -o|\"\$AUDIT\" compare --format json -o \"\$OUT\" \"$CAPTURE\" \"$CAPTURE\""
+    "compare --html|\"\$AUDIT\" compare -o /dev/null --html \"\$OUT\" \"$CAPTURE\" \"$CAPTURE\""
 )
 # run_writer ENTRY OUT: runs the writer (exit 0, or 1 for gate, whose verdict may fail on a
 # CPU-only report: the output is what counts).

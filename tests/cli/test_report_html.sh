@@ -401,10 +401,27 @@ expect_exit 3 "a report without schema_version" -- "$AUDIT" report -o "$TMP/x.ht
 expect_grep 'noversion\.json: \$\.schema_version: missing' "$TMP/err" "the message names schema_version"
 echo '{"schema": "dsatopk-audit/report", "schema_version": 1.0, "records": []}' >"$TMP/float.json"
 expect_exit 3 "a report whose schema_version is 1.0" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/float.json"
-expect_grep 'float\.json: byte 53, at \$\.schema_version: schema_version 1\.0 is not a small integer' \
+expect_grep 'float\.json: byte 53, at \$\.schema_version: schema_version 1\.0 is not an integer' \
     "$TMP/err" "the message names the file, the byte and the JSON path"
 echo '{"schema": "dsatopk-audit/report", "schema_version": 1}' >"$TMP/norecords.json"
 expect_exit 3 "a report without records" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/norecords.json"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); j["schema_version"]=2; json.dump(j, open(sys.argv[2],"w"))' \
+    "$R" "$TMP/report_v2.json"
+expect_exit 3 "a report of a newer schema version" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/report_v2.json"
+expect_grep 'report_v2\.json: \$\.schema_version: dsatopk-audit/report version 2 is newer than this tool reads' \
+    "$TMP/err" "the message names the file, the version and why"
+for version in 1000000 100000000000000000000; do
+    sed "s/\"schema_version\": *1,/\"schema_version\": $version,/" "$R" >"$TMP/report_big.json"
+    expect_exit 3 "a report of schema_version $version" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/report_big.json"
+    expect_grep "report_big\\.json: \\\$\\.schema_version: dsatopk-audit/report version $version is newer than this tool reads \\(version 1\\)" \
+        "$TMP/err" "schema_version $version reads as newer (the strict parser checks only its spelling)"
+done
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); j["schema_version"]=2; json.dump(j, open(sys.argv[2],"w"))' \
+    "$TMP/gate.json" "$TMP/gate_v2.json"
+expect_exit 3 "a gate verdict of a newer schema version" -- \
+    "$AUDIT" report --gate "$TMP/gate_v2.json" -o "$TMP/x.html" "$R"
+expect_grep 'gate_v2\.json: \$\.schema_version: dsatopk-audit/gate version 2 is newer' "$TMP/err" \
+    "the message names the verdict and its version"
 echo '[1, 2]' >"$TMP/array.json"
 expect_exit 3 "a JSON array as the report" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/array.json"
 if [ -e "$TMP/x.html" ]; then fail "a failed render left $TMP/x.html"; else pass "no page is written on error"; fi

@@ -30,7 +30,7 @@ expect_grep '^# record .*rows x L.*outputs.*sets.*#wrong.*#viol.*flapping.*media
     "$TMP/table.txt" "the table has a header with the documented columns"
 expect_grep '^  small.bin:3 .*2 x 300 .*20  sort ' "$TMP/table.txt" \
     "one table line per record x backend (small.bin:3, sort)"
-expect_grep '^# 4 record\(s\), 20 backend run\(s\)' "$TMP/table.txt" "the summary line counts 4 x 5 runs"
+expect_grep '^# 4 record\(s\), 36 backend run\(s\)' "$TMP/table.txt" "the summary line counts 4 x 9 runs"
 R="$TMP/report.json"
 json_check "$R" 'j["schema"] == "dsatopk-audit/report" and j["schema_version"] == 1' "schema id and version"
 json_check "$R" 'j["complete"] is True and j["exit_code"] == 0 and j["stop_reason"] is None' \
@@ -47,12 +47,12 @@ json_check "$R" 'j["records"][1]["flags"]["page_table"] and j["records"][1]["fla
 json_check "$R" 'j["records"][0]["metadata"]["family"] == "tie"' "metadata parsed as an object"
 json_check "$R" 'all(r["census"]["census"][0]["k"] == r["k"] and len(r["census"]["census"][0]["per_row"]) == r["rows"] for r in j["records"])' \
     "census present for the record's k"
-json_check "$R" 'all(len(r["backends"]) == 5 for r in j["records"])' "every backend of the table per record"
+json_check "$R" 'all(len(r["backends"]) == 9 for r in j["records"])' "every backend of the table per record"
 if python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["context"]["device"] is None else 1)' "$R"; then
     json_check "$R" 'all(b["status"] == "unavailable" and b["reason"] and b["verdict"] == "not_run" for r in j["records"] for b in r["backends"])' \
         "no device: every backend unavailable with a reason, verdict not_run"
     json_check "$R" 'j["context"]["device_unavailable_reason"]' "no device: the context says why"
-    json_check "$R" 'j["summary"]["backends_not_run"] == 20 and j["summary"]["backends_fail"] == 0' "summary counts"
+    json_check "$R" 'j["summary"]["backends_not_run"] == 36 and j["summary"]["backends_fail"] == 0' "summary counts"
 else
     echo "# a CUDA device is present: the unavailable checks do not apply"
 fi
@@ -238,7 +238,7 @@ expect_grep "not a loadable shared object" "$TMP/err" "the message says why"
 HOST_PLUGIN="$(dirname "$AUDIT")/../tests/plugins/host_good.so"
 if [ -f "$HOST_PLUGIN" ]; then
     expect_exit 0 "--plugin host_good.so: its backend joins the built-ins" -- "$AUDIT" run --quiet --reps 1 --plugin "$HOST_PLUGIN" --out "$TMP/p.json" "$CAPTURE"
-    json_check "$TMP/p.json" 'j["context"]["backends"][-1] == "host-good" and all(len(r["backends"]) == 6 and r["backends"][-1]["name"] == "host-good" for r in j["records"])' \
+    json_check "$TMP/p.json" 'j["context"]["backends"][-1] == "host-good" and all(len(r["backends"]) == 10 and r["backends"][-1]["name"] == "host-good" for r in j["records"])' \
         "the plugin's backend is audited after the built-ins on every record"
     json_check "$TMP/p.json" 'all(b["plugin"]["path"].endswith("host_good.so") and len(b["plugin"]["sha256"]) == 64 for r in j["records"] for b in r["backends"] if b["name"] == "host-good")' \
         "its entries record the plugin file and its SHA-256"

@@ -7,7 +7,8 @@
 # hashes only new outputs and leaves the report as --no-gpu-prefilter writes it;
 # the exit code follows the verdicts; --dump-outputs files hash to the reported SHA-256; the
 # radix negative control shows at least two distinct sets on a 0.0-plateau record (if it never
-# does, the audit could not detect anything).
+# does, the audit could not detect anything); FlashInfer's own kernels (fi-*) run, pass in
+# FlashInfer's domain, and show its departures from the contract where expected.
 . "$(dirname "$0")/../cli/lib.sh"
 
 if ! command -v nvidia-smi >/dev/null 2>&1; then
@@ -164,6 +165,65 @@ json_check "$TMP/gb10.json" "all(b['status'] == 'unsupported' and b['reason'] an
 json_check "$TMP/gb10.json" 'j["context"]["emulation"]["smem_per_sm_bytes"] == 102400' "emulation in the context"
 json_check "$TMP/gb10.json" 'j["context"]["device"]["smem_emulated"] is True and j["context"]["device"]["smem_per_sm_bytes"] == 102400' \
     "the context's device is described with the emulated shared memory"
+
+# FlashInfer's own kernels (fi-*, docs/BACKENDS.md "FlashInfer's own kernels"), from the default
+# run above: every record ran or was refused with a reason, never an error; they pass everywhere
+# but on the two edge.bin records outside FlashInfer's domain (1: exact -inf, which it ranks as a
+# value, so the all -inf row selects -inf; 9: NaNs of both signs); the deterministic modes give
+# one output; fi-det-sorted equals the reference byte for byte where it runs, and refuses
+# records that are not dense rows.
+FI='[b for r in j["records"] for b in r["backends"] if b["name"].startswith("fi-")]'
+OUTSIDE='(lambda r: r["file"].endswith("edge.bin") and r["index"] in (1, 9))'
+if python3 -c 'import json,sys; sys.exit(0 if any("not built" in (b["reason"] or "") for r in json.load(open(sys.argv[1]))["records"] for b in r["backends"] if b["name"].startswith("fi-")) else 1)' "$R"; then
+    json_check "$R" "all(b['status'] == 'unsupported' and b['reason'].startswith('not built: flashinfer headers not found') for b in $FI)" \
+        "fi backends without the flashinfer headers: unsupported, 'not built', on every record"
+    echo "# this binary has no FlashInfer kernels: the fi checks below do not apply"
+else
+    json_check "$R" "len($FI) == 4 * len(j['records']) and all(b['status'] in ('ok', 'unsupported') and (b['status'] == 'ok' or b['reason']) for b in $FI)" \
+        "fi backends: ok or unsupported with a reason on every record (no error, hang or crash)"
+    json_check "$R" "all(b['verdict'] == 'pass' for r in j['records'] if not $OUTSIDE(r) for b in r['backends'] if b['name'].startswith('fi-') and b['status'] == 'ok')" \
+        "fi backends pass on every record in FlashInfer's domain"
+    json_check "$R" "all(b['status'] == 'ok' for r in j['records'] for b in r['backends'] if b['name'] in ('fi-auto', 'fi-det', 'fi-graph-safe'))" \
+        "fi-auto, fi-det and fi-graph-safe run every shipped record (page tables and row starts included)"
+    json_check "$R" "all(b['violations']['out_of_range']['rows'] >= 1 and b['verdict'] == 'fail' for r in j['records'] if r['file'].endswith('edge.bin') and r['index'] == 1 for b in r['backends'] if b['name'].startswith('fi-') and b['status'] == 'ok')" \
+        "edge.bin record 1: the fi backends select exact -inf in the all -inf row (out_of_range), as FlashInfer ranks -inf as a value"
+    json_check "$R" "all(b['distinct_outputs'] == 1 for r in j['records'] for b in r['backends'] if b['name'] in ('fi-det', 'fi-det-sorted', 'fi-graph-safe') and b['status'] == 'ok')" \
+        "fi-det, fi-det-sorted and fi-graph-safe: one distinct output on every record"
+    json_check "$R" "all(b['equals_reference_reps'] == b['reps'] for r in j['records'] if not $OUTSIDE(r) for b in r['backends'] if b['name'] == 'fi-det-sorted' and b['status'] == 'ok') and any(b['status'] == 'ok' for b in $FI if b['name'] == 'fi-det-sorted')" \
+        "fi-det-sorted equals the reference byte for byte wherever it runs (in FlashInfer's domain)"
+    json_check "$R" "all(b['status'] == 'unsupported' and 'sorted output is TopKDispatch' in b['reason'] for r in j['records'] if r['flags']['row_starts'] or r['flags']['page_table'] or r['row_stride'] != r['max_length'] for b in r['backends'] if b['name'] == 'fi-det-sorted')" \
+        "fi-det-sorted refuses records with row starts, page tables or padded rows, naming TopKDispatch"
+    python3 - "$R" <<'EOF2'
+import json, sys
+for r in json.load(open(sys.argv[1]))["records"]:
+    if r["file"].endswith("edge.bin") and r["index"] in (1, 9):
+        for b in r["backends"]:
+            if b["name"].startswith("fi-"):
+                bad = {k: v["rows"] for k, v in b["violations"].items() if v["rows"]}
+                print(f"# edge.bin:{r['index']} {b['name']}: {b['status']} {b['verdict']} {bad}")
+EOF2
+    # The other path of FlashInfer's heuristic on the same records, forced through its
+    # FLASHINFER_TOPK_ALGO variable: multi_cta (the shipped records otherwise take FilteredTopK).
+    FLASHINFER_TOPK_ALGO=multi_cta "$AUDIT" run --quiet --reps 5 --backends fi-auto,fi-det \
+        --out "$TMP/fi-radix.json" captures/tie.bin captures/plateau.bin captures/edge.bin \
+        >/dev/null 2>&1
+    json_check "$TMP/fi-radix.json" "all(b['status'] == 'ok' for r in j['records'] for b in r['backends']) and all(b['verdict'] == 'pass' for r in j['records'] if not $OUTSIDE(r) for b in r['backends'])" \
+        "FLASHINFER_TOPK_ALGO=multi_cta: fi-auto and fi-det run and pass every record in FlashInfer's domain"
+    json_check "$TMP/fi-radix.json" "all(b['distinct_outputs'] == 1 for r in j['records'] for b in r['backends'] if b['name'] == 'fi-det')" \
+        "FLASHINFER_TOPK_ALGO=multi_cta: fi-det gives one output"
+    # Graph replays of the deterministic modes equal their eager launches.
+    expect_exit 0 "--graph on tie.bin and relu.bin (fi-det, fi-det-sorted, fi-graph-safe)" -- \
+        "$AUDIT" run --quiet --reps 3 --graph --backends fi-det,fi-det-sorted,fi-graph-safe \
+        --out "$TMP/fi-graph.json" captures/tie.bin captures/relu.bin
+    json_check "$TMP/fi-graph.json" "all(b['graph']['ran'] and b['graph']['error'] is None and b['graph']['equals_eager_reps'] == 3 for r in j['records'] for b in r['backends'])" \
+        "fi deterministic modes: graph replays equal the eager output"
+    # Under emulation they refuse: the real code reads the device.
+    expect_exit 0 "--emulate-smem-per-sm 102400 --backends fi-auto,fi-graph-safe" -- \
+        "$AUDIT" run --quiet --reps 2 --backends fi-auto,fi-graph-safe --emulate-smem-per-sm 102400 \
+        --out "$TMP/fi-gb10.json" captures/tie.bin
+    json_check "$TMP/fi-gb10.json" "all(b['status'] == 'unsupported' and 'cannot be emulated' in b['reason'] for r in j['records'] for b in r['backends'])" \
+        "emulated GB10: the fi backends say they cannot be emulated"
+fi
 
 # --devices 0,0: the device compared with itself, two passes; the second finds the first's
 # records and adds its per_device[] entries, and the table says which pass runs.
