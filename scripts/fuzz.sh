@@ -10,7 +10,7 @@
 #   -r RUNS      at most this many executions per harness (default: no limit)
 #   -b DIR       build directory (default build-fuzz), configured here when missing
 #   -o FILE      also append the results, tab-separated, to FILE
-#   HARNESS      capture npy safetensors json_report options (default: all five)
+#   HARNESS      capture npy safetensors json_report json_strict options (default: all six)
 #
 # The corpus grows in BUILD/fuzz-corpus/HARNESS/ (the seeds of tests/fuzz/corpus/ and the
 # inputs of tests/fuzz/regressions/ are read, never written). Environment: CC (default clang),
@@ -33,13 +33,13 @@ while getopts "t:r:b:o:h" option; do
 done
 shift $((OPTIND - 1))
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(capture npy safetensors json_report options)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(capture npy safetensors json_report json_strict options)
 
 declare -A max_len=([capture]=16384 [npy]=8192 [safetensors]=8192 [json_report]=8192
-                    [options]=2048)
+                    [json_strict]=8192 [options]=2048)
 for harness in "${harnesses[@]}"; do
     if [ -z "${max_len[$harness]:-}" ]; then
-        echo "fuzz.sh: no harness '$harness' (capture npy safetensors json_report options)" >&2
+        echo "fuzz.sh: no harness '$harness' (capture npy safetensors json_report json_strict options)" >&2
         exit 2
     fi
 done

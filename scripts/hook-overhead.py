@@ -9,8 +9,12 @@ compression setting:
   on CUDA how long the engine's stream waits for the copies (the GPU time from an event before
   the capture to one after the next kernel on that stream);
 - burst: --burst captures back to back with the default queue: how many were dropped;
-- writer: the same burst with block=True, from the first capture to the last fsync: the
-  writer's throughput in raw and stored MB/s.
+- writer: the same burst with block=True, from the first capture to the end of flush() (the
+  last fsync included, unless --fsync none): the writer's throughput in raw and stored MB/s.
+
+Each hook runs with the --fsync policy (default the hook's, "interval") and, on CUDA, first
+pins host memory for --reserve calls (default as many as the queue holds), as an engine would
+at startup (CaptureHook.reserve_pinned).
 
 The engine's buffers are overwritten in place after every capture (as engines reuse them), and
 every tenth capture is checked against a copy taken right after it, so a copy that read a buffer
@@ -60,6 +64,14 @@ def parse_arguments():
                         help="zlib levels, 0 for uncompressed (default %(default)s)")
     parser.add_argument("--compress-threads", type=int, default=min(8, os.cpu_count() or 1),
                         help="writer compression threads (default %(default)s)")
+    parser.add_argument("--fsync", default="interval", choices=("record", "interval", "close",
+                                                                "none"),
+                        help="the hook's fsync policy (default %(default)s)")
+    parser.add_argument("--fsync-interval", type=float, default=1.0,
+                        help="seconds between fsyncs with --fsync interval (default %(default)s)")
+    parser.add_argument("--reserve", default="queue",
+                        help="calls to pin host memory for before capturing (CUDA): a number, "
+                             "or 'queue' for as many as the queue holds (default %(default)s)")
     parser.add_argument("--captures", type=int, default=100, help="paced captures per case")
     parser.add_argument("--interval-ms", type=float, default=50.0)
     parser.add_argument("--burst", type=int, default=48, help="back-to-back captures per case")
@@ -134,15 +146,22 @@ def summary_ms(seconds):
             "count": len(milliseconds)}
 
 
-def hook_for(path, level, arguments, **options):
-    return CaptureHook(path, rank=0, compress=level > 0, compress_level=max(level, 1),
-                       compress_threads=arguments.compress_threads,
+def hook_for(path, level, arguments, engine, **options):
+    hook = CaptureHook(path, rank=0, compress=level > 0, compress_level=max(level, 1),
+                       compress_threads=arguments.compress_threads, fsync=arguments.fsync,
+                       fsync_interval=arguments.fsync_interval,
                        metadata={"bench": "hook-overhead"}, **options)
+    if engine.cuda:
+        count = None if arguments.reserve == "queue" else int(arguments.reserve)
+        if count != 0:
+            hook.reserve_pinned(engine.scores, engine.lengths, engine_indices=engine.indices,
+                                count=count)
+    return hook
 
 
 def paced(engine, level, arguments, directory):
     path = os.path.join(directory, "paced.bin")
-    hook = hook_for(path, level, arguments)
+    hook = hook_for(path, level, arguments, engine)
     times, delays, expected = [], [], {}
     torch = engine.torch if engine.cuda else None
     interval = arguments.interval_ms / 1e3
@@ -187,7 +206,9 @@ def paced(engine, level, arguments, directory):
             mismatched += 1
     os.unlink(path)
     result = {"calling_thread_ms": summary_ms(times), "dropped": stats["dropped"],
-              "records": stats["records"], "checked": checked, "mismatched": mismatched}
+              "dropped_no_pinned": stats["dropped_no_pinned"], "records": stats["records"],
+              "checked": checked, "mismatched": mismatched,
+              "pinned_bytes": stats["pinned_bytes"], "fsync_errors": stats["fsync_errors"]}
     if delays:
         result["engine_stream_delay_ms"] = summary_ms(delays)
     return result
@@ -195,7 +216,7 @@ def paced(engine, level, arguments, directory):
 
 def burst(engine, level, arguments, directory, block):
     path = os.path.join(directory, "burst.bin")
-    hook = hook_for(path, level, arguments, block=block)
+    hook = hook_for(path, level, arguments, engine, block=block)
     engine.synchronize()
     start = time.perf_counter()
     for call in range(arguments.burst):
@@ -209,6 +230,7 @@ def burst(engine, level, arguments, directory, block):
     os.unlink(path)
     raw_mb = stats["records"] * engine.record_bytes() / 1e6
     return {"captures": arguments.burst, "dropped": stats["dropped"],
+            "dropped_no_pinned": stats["dropped_no_pinned"],
             "records": stats["records"], "seconds": round(seconds, 3),
             "raw_mb_per_s": round(raw_mb / seconds, 1),
             "stored_mb_per_s": round(stats["bytes"] / 1e6 / seconds, 1),
@@ -277,7 +299,9 @@ def engine_recipes(use_cuda, directory):
     from dsatopk_capture.engines import install_sglang, install_vllm
     xp = Arrays(use_cuda)
     path = os.path.join(directory, "engines.bin")
-    hook = CaptureHook(path, rank=0, compress=False)
+    # block=True: each call's first one of its size waits for its pinned buffers instead of
+    # being dropped (this checks what is captured, not how fast).
+    hook = CaptureHook(path, rank=0, compress=False, block=True)
     expected = []
 
     def prefill(logits, ks, ke, out, num_rows, stride0, stride1, topk):
@@ -354,8 +378,13 @@ def context(use_cuda):
 
 
 def print_table(results):
+    settings = results["settings"]
     print(f"# mode {results['context']['mode']}, "
-          f"{results['context'].get('gpu', results['context']['host'])}")
+          f"{results['context'].get('gpu', results['context']['host'])}; fsync "
+          f"{settings['fsync']}"
+          f"{' every %g s' % settings['fsync_interval'] if settings['fsync'] == 'interval' else ''}"
+          f", compress threads {settings['compress_threads']}"
+          f"{', pinned reserve ' + str(settings['reserve']) if results['context']['mode'] == 'cuda' else ''}")
     print(f"{'shape':>12} {'zlib':>4} {'median_ms':>9} {'p99_ms':>8} {'max_ms':>8} "
           f"{'stream_ms':>9} {'paced_drop':>10} {'burst_drop':>10} {'raw_MB/s':>9} "
           f"{'stored_MB/s':>11} {'checked':>7}")
@@ -394,7 +423,10 @@ def main():
                "context": context(use_cuda),
                "settings": {"interval_ms": arguments.interval_ms,
                             "paced_captures": arguments.captures, "burst": arguments.burst,
-                            "warmup": arguments.warmup},
+                            "warmup": arguments.warmup, "fsync": arguments.fsync,
+                            "fsync_interval": arguments.fsync_interval,
+                            "compress_threads": arguments.compress_threads,
+                            "reserve": arguments.reserve},
                "cases": []}
     try:
         try:

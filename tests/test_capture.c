@@ -908,8 +908,8 @@ static void test_payload_contents_are_validated_on_read(void **state)
     } const edits[] = {
         { metadata_x, 1, 0xFF, "metadata: invalid UTF-8 at metadata byte 6" },
         { metadata_x, 1, 0, "metadata: NUL byte at metadata byte 6" },
-        { metadata_x, 1, '"', "metadata: invalid JSON" },
-        { FIXED_PART_BYTES, 1, '[', "metadata: invalid JSON" },
+        { metadata_x, 1, '"', "metadata: byte 7, at $.a: ',' or '}' expected after the member" },
+        { FIXED_PART_BYTES, 1, '[', "metadata: byte 4, at $[0]: ',' or ']' expected" },
         { 20, 4, 3, "page_size 3 is not a power of two" },
         { lengths + 4, 4, 9, "row 1: window [0, 9) ends past row_stride 8" },
         { lengths, 4, -1, "row 0: lengths[0] = -1 is negative" },
@@ -1011,12 +1011,20 @@ static void test_validate_rejections(void **state)
     record.row_stride = 37;
 
     char *metadata = record.metadata_json;
-    record.metadata_json = "[1, 2]";
-    expect_invalid(&record, "metadata: not a JSON object");
-    record.metadata_json = "{\"a\": }";
-    expect_invalid(&record, "metadata: invalid JSON");
-    record.metadata_json = "{\"a\": \"\xc0\xaf\"}"; /* overlong '/' */
-    expect_invalid(&record, "metadata: invalid UTF-8");
+    /* The strict dialect (json_strict.h): the writer refuses what no reader would take. */
+    static const char *const bad_metadata[][2] = {
+        { "[1, 2]", "metadata: not a JSON object" },
+        { "{\"a\": }", "metadata: byte 6, at $.a: '}' where a value was expected" },
+        { "{\"a\": 1, \"\\u0061\": 2}", "metadata: byte 9, at $.a: duplicate key (first at byte 1)" },
+        { "{\"a\\u0000b\": 1}", "metadata: byte 3, at $: \\u0000 (NUL) in a key" },
+        { "{\"a\": 1} {}", "metadata: byte 9, at $: more after the JSON value" },
+        { "{\"a\": [1e999]}", "metadata: byte 7, at $.a[0]: the number 1e999 overflows a double" },
+        { "{\"a\": \"\xc0\xaf\"}", "metadata: invalid UTF-8" }, /* overlong '/' */
+    };
+    for (size_t i = 0; i < sizeof(bad_metadata) / sizeof(bad_metadata[0]); i++) {
+        record.metadata_json = (char *)bad_metadata[i][0];
+        expect_invalid(&record, bad_metadata[i][1]);
+    }
     record.metadata_json = metadata;
 
     int32_t *page_table = record.page_table;

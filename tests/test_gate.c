@@ -750,6 +750,8 @@ static void test_invalid_policies(void **state)
                         "policy.records[0]: a records[] entry needs file or payload_sha256");
     expect_policy_error("{\"records\": [{\"file\": \"a.bin\", \"tolerate\": \"x\", \"until\": \"31/12/2026\"}]}",
                         "policy.records[0].until: '31/12/2026' is not");
+    expect_policy_error("{\"records\": [{\"file\": \"a.bin\", \"tolerate\": \"x\", \"until\": \"2026-02-30\"}]}",
+                        "policy.records[0].until: '2026-02-30' is not a date");
     expect_policy_error("{\"known_failures\": [{\"reason\": \"everything\"}]}",
                         "policy.known_failures[0]: a known failure needs");
     expect_policy_error("{\"known_failures\": [{\"backend\": \"radix\"}]}",
@@ -1200,6 +1202,31 @@ static void test_verdict_document(void **state)
     report_document_release(&baseline);
 }
 
+/* Policy times are dates and times that exist: "until" and gate --now share the parser. */
+static void test_time_parse(void **state)
+{
+    (void)state;
+    static const char *const valid[][2] = {
+        { "2026-02-28", "2026-02-28T00:00:00Z" },  { "2024-02-29", "2024-02-29T00:00:00Z" },
+        { "2000-02-29", "2000-02-29T00:00:00Z" },  { "2026-12-31T23:59:59Z", "2026-12-31T23:59:59Z" },
+        { "2016-12-31T23:59:60Z", "2016-12-31T23:59:60Z" }, { "0001-01-01", "0001-01-01T00:00:00Z" },
+    };
+    static const char *const invalid[] = {
+        "2026-02-30", "2025-02-29", "1900-02-29", "2026-04-31", "2026-13-01", "2026-00-10",
+        "2026-01-00", "2026-01-32", "2026-01-01T24:00:00Z", "2026-01-01T12:60:00Z",
+        "2026-01-01T12:00:60Z", "2026-01-01T12:00:00", "2026-1-01", "2026-01-01T", "",
+        "2026-01-01 12:00:00Z", "+026-01-01", "2026-01-01Z",
+    };
+    char canonical[21];
+    for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+        assert_int_equal(gate_time_parse(valid[i][0], canonical), 0);
+        assert_string_equal(canonical, valid[i][1]);
+    }
+    for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++)
+        if (gate_time_parse(invalid[i], canonical) == 0)
+            fail_msg("'%s' was taken as a time", invalid[i]);
+}
+
 int main(void)
 {
     if (hash_init() != 0)
@@ -1221,6 +1248,7 @@ int main(void)
         cmocka_unit_test(test_policy_allow),
         cmocka_unit_test(test_known_failures),
         cmocka_unit_test(test_invalid_policies),
+        cmocka_unit_test(test_time_parse),
         cmocka_unit_test(test_invalid_documents),
         cmocka_unit_test(test_baseline_subset_round_trip),
         cmocka_unit_test(test_per_device_entries),

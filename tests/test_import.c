@@ -307,6 +307,67 @@ static void test_npy_read_file_hash_and_provenance(void **state)
     free(data.data);
 }
 
+/* The loader says what a file it cannot read looks like, instead of parsing it with the wrong
+ * reader: a .npy with a damaged magic once came back as "safetensors header length ... is too
+ * long". */
+static void test_loader_names_what_a_file_looks_like(void **state)
+{
+    (void)state;
+    struct bytes data = { 0 };
+    append_f32(&data, 0.5f);
+    struct bytes npy = npy_image(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
+                                 &data);
+    static const uint8_t torch_zip[] = "PK\x03\x04\x14\x00\x00\x00\x00\x00archive/data.pklx";
+    static const uint8_t npz[] = "PK\x03\x04\x14\x00\x00\x00\x00\x00a.npy\x93NUMPY";
+    static const uint8_t pickle[] = "\x80\x02]q\x00(K\x01K\x02e.";
+    struct {
+        const char *name;
+        const uint8_t *bytes;
+        size_t size;
+        const char *message;
+    } cases[] = {
+        { "empty.npy", NULL, 0, "empty.npy: is empty (0 bytes): not a .npy or .safetensors file" },
+        { "badmagic.npy", NULL, 0, "badmagic.npy: is not a .npy file (no \\x93NUMPY magic) nor "
+          "a .safetensors file (no header length up to 100000000 bytes followed by '{'); its "
+          "first bytes are 93 58 55 4d 50 59 01 00" },
+        { "model.pt", torch_zip, sizeof(torch_zip) - 1,
+          "model.pt: is a zip archive holding data.pkl, as torch.save writes" },
+        { "arrays.npz", npz, sizeof(npz) - 1, "arrays.npz: is a zip archive (numpy.savez" },
+        { "legacy.pt", pickle, sizeof(pickle) - 1,
+          "legacy.pt: is a Python pickle (protocol 2, as the legacy torch.save writes)" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct bytes image = { 0 };
+        if (i == 1) {
+            append(&image, npy.data, npy.size);
+            image.data[1] = 'X';
+        } else if (cases[i].size) {
+            append(&image, cases[i].bytes, cases[i].size);
+        }
+        char path[512];
+        struct host_tensor tensor;
+        struct audit_error err = { 0 };
+        write_file(cases[i].name, &image, path, sizeof(path));
+        assert_int_equal(tensor_file_load(path, &tensor, &err), AUDIT_EDATA);
+        assert_message_contains(err, cases[i].message);
+        assert_null(strstr(err.message, "header length 3"));
+        free(image.data);
+    }
+    /* A safetensors file cut inside its header is still read as one: truncated, not unknown. */
+    struct bytes whole = safetensors_image("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],"
+                                           "\"data_offsets\":[0,4]}}", &data);
+    struct bytes cut = { whole.data, 20 };
+    char path[512];
+    struct host_tensor tensor;
+    struct audit_error err = { 0 };
+    write_file("cut.safetensors", &cut, path, sizeof(path));
+    assert_int_equal(tensor_file_load(path, &tensor, &err), AUDIT_EDATA);
+    assert_message_contains(err, "truncated");
+    free(whole.data);
+    free(npy.data);
+    free(data.data);
+}
+
 /* ---- .npy: malformed ---- */
 
 static void expect_npy_error(const struct bytes *image, const char *label, const char *field)
@@ -555,10 +616,12 @@ static void test_safetensors_malformed(void **state)
         { "{\"x\":{\"shape\":[4],\"data_offsets\":[0,16]}}", "nodtype.st", "dtype" },
         { "{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}} zz", "trailing.st",
           "after the JSON" },
-        { "{\"x\":{\"dtype\":\"F32\",\"shape\":[4],", "broken.st", "not valid JSON" },
+        { "{\"x\":{\"dtype\":\"F32\",\"shape\":[4],", "broken.st",
+          "safetensors header: byte 32, at $.x: the text ends where a key (a string) was expected" },
         { "[1, 2]", "array.st", "not a JSON object" },
         { "{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
-          "\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", "dup.st", "2 times" },
+          "\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", "dup.st",
+          "safetensors header: byte 55, at $.x: duplicate key (first at byte 1)" },
         { "{\"__metadata__\": 5, \"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
           "meta.st", "__metadata__" },
     };
@@ -679,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_npy_int64_out_of_range_names_element),
         cmocka_unit_test(test_npy_header_variants),
         cmocka_unit_test(test_npy_read_file_hash_and_provenance),
+        cmocka_unit_test(test_loader_names_what_a_file_looks_like),
         cmocka_unit_test(test_npy_malformed),
         cmocka_unit_test(test_safetensors_every_dtype),
         cmocka_unit_test(test_safetensors_only_tensor_and_colon_paths),

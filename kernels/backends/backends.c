@@ -50,3 +50,12 @@ const char *topk_determinism_name(enum topk_determinism level)
     }
     return "unknown";
 }
+
+bool topk_problem_pointers_present(const struct topk_problem *problem)
+{
+    const struct topk_shape *shape = &problem->shape;
+    if (!problem->lengths || !problem->out || (shape->row_stride > 0 && !problem->scores))
+        return false;
+    return !shape->has_page_table ||
+           ((problem->page_table_cols == 0 || problem->page_table) && problem->raw_out);
+}

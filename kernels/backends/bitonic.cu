@@ -152,8 +152,7 @@ extern "C" int bitonic_plan_launch(const struct topk_problem *problem,
     const struct topk_shape *shape = &problem->shape;
     if (shape->rows == 0 || shape->k == 0)
         return 0; /* nothing to write */
-    if (!problem->scores || !problem->lengths || !problem->out ||
-        (shape->has_page_table && (!problem->page_table || !problem->raw_out)))
+    if (!topk_problem_pointers_present(problem))
         return audit_fail(err, AUDIT_EUSAGE, "bitonic: missing device pointer in the problem");
     if (plan->has_cluster) {
         const int status = cluster_launch(problem, &plan->cluster, stream, err);

@@ -119,9 +119,12 @@ static int fi_shape_supported(enum fi_mode mode, const struct topk_shape *shape,
         snprintf(reason, reason_bytes, "k %u < 1", shape->k);
         return 0;
     }
+    /* Rows of no element (row_stride 0) come with no score tensor at all: FlashInfer takes a
+     * max_len of at least 1, so these records are refused here rather than -1 written for it. */
     if (shape->row_stride < 1 || shape->row_stride > UINT32_MAX) {
         snprintf(reason, reason_bytes, "row stride %llu outside FlashInfer's max_len range "
-                 "1..2^32-1", (unsigned long long)shape->row_stride);
+                 "1..2^32-1%s", (unsigned long long)shape->row_stride,
+                 shape->row_stride == 0 ? " (every row is empty: no score tensor)" : "");
         return 0;
     }
     /* The radix path reads a length as unsigned. */
@@ -389,8 +392,10 @@ static int fi_launch(const struct topk_problem *problem, const struct gpu_device
     if (!problem->scratch || problem->scratch_bytes < layout.total_bytes)
         return audit_fail(err, AUDIT_EUSAGE, "%s: scratch of %zu B, the call needs %zu B",
                           args->name, problem->scratch_bytes, layout.total_bytes);
-    if (shape->has_page_table && !problem->raw_out)
-        return audit_fail(err, AUDIT_EUSAGE, "%s: a page table needs raw_out", args->name);
+    if (!topk_problem_pointers_present(problem))
+        return audit_fail(err, AUDIT_EUSAGE, "%s: missing device pointer in the problem "
+                          "(lengths, out, scores; with a page table the table and raw_out)",
+                          args->name);
     const enum fi_entry entry = fi_entry_of(mode, shape);
     /* Without dsa_graph_safe or row starts FlashInfer loads TopKDispatch's and the ragged
      * transform's rows several floats at a time (torch tensors are aligned so). */

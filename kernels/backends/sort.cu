@@ -203,8 +203,7 @@ static int sort_launch(const struct topk_problem *problem, const struct gpu_devi
         return 0;
     if (!sort_supports(device, shape, reason, sizeof(reason)))
         return audit_fail(err, AUDIT_EUNSUPPORTED, "sort: %s", reason);
-    if (!problem->scores || !problem->lengths || !problem->out ||
-        (shape->has_page_table && (!problem->page_table || !problem->raw_out)))
+    if (!topk_problem_pointers_present(problem))
         return audit_fail(err, AUDIT_EUSAGE, "sort: missing device pointer in the problem");
     CUDA_TRY(sort_plan(shape, &layout), err);
     if (!problem->scratch || problem->scratch_bytes < layout.total_bytes)

@@ -45,7 +45,10 @@ struct topk_shape {
 
 /* One call: device pointers. out receives rows * k int32, -1 padded: translated indices when a
  * page table is present, window-relative ones otherwise; raw_out (required with a page table,
- * optional without) receives the window-relative ones positionally aligned with out. */
+ * optional without) receives the window-relative ones positionally aligned with out.
+ * An array of no elements may be NULL (cudaMalloc of 0 bytes gives NULL): scores when
+ * row_stride is 0 (every row empty), page_table when page_table_cols is 0. Such a problem is
+ * legal, and its output is all -1. */
 struct topk_problem {
     struct topk_shape shape;
     const float *scores;                /* rows * row_stride */
@@ -80,6 +83,10 @@ struct topk_backend {
     int (*launch)(const struct topk_problem *problem, const struct gpu_device_info *device,
                   cudaStream_t stream, struct audit_error *err);
 };
+
+/* Whether every array problem needs is there: lengths and out always, scores unless row_stride
+ * is 0, with a page table the table (unless it has no column) and raw_out. */
+bool topk_problem_pointers_present(const struct topk_problem *problem);
 
 /* NULL-terminated table of every backend (kernels/backends/backends.c). */
 extern const struct topk_backend *const topk_backend_table[];

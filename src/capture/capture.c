@@ -24,8 +24,10 @@
 #include <zlib.h>
 
 #include "capture_format.h"
+#include "document_keys.h"
 #include "hash.h"
 #include "input_file.h"
+#include "json_strict.h"
 
 /* Compressed bytes read per refill of the inflater. */
 #define SOURCE_CHUNK_BYTES ((uint64_t)1 << 20)
@@ -111,12 +113,10 @@ static int check_metadata(const char *text, size_t size, struct audit_error *err
                           (size_t)(nul - text));
     if (utf8_check((const uint8_t *)text, size, &bad_at) < 0)
         return audit_fail(err, AUDIT_EDATA, "metadata: invalid UTF-8 at metadata byte %zu", bad_at);
-    const char *parse_end = NULL;
-    cJSON *json = cJSON_ParseWithOpts(text, &parse_end, 1);
-    if (!json) {
-        size_t at = parse_end && parse_end >= text ? (size_t)(parse_end - text) : 0;
-        return audit_fail(err, AUDIT_EDATA, "metadata: invalid JSON near metadata byte %zu", at);
-    }
+    cJSON *json = NULL;
+    int status = json_strict_parse(text, size, KEY_METADATA, 0, &json, err);
+    if (status < 0)
+        return status;
     int is_object = cJSON_IsObject(json);
     cJSON_Delete(json);
     if (!is_object)

@@ -37,7 +37,7 @@ struct inspect_file_outcome {
      * to next_offset when no complete record lies past the damage, else cut the damaged bytes
      * out (complete_record_after: the first complete record past them starts at
      * complete_record_offset). Never cuts a complete record. */
-    char repair[3 * 4096 + 256];
+    char repair[6 * 4096 + 256]; /* six quoted paths of up to 4096 bytes and the rest */
     bool complete_record_after;
     uint64_t complete_record_offset;
 };

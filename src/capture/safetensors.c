@@ -10,6 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "json_strict.h"
+#include "tensor_kind.h"
+
 /* Doubles, which cJSON stores numbers as, hold every integer up to 2^53 exactly. */
 #define JSON_EXACT_INTEGER_LIMIT 9007199254740992.0
 
@@ -168,28 +171,20 @@ int safetensors_parse(const uint8_t *bytes, size_t size, const char *label,
     if (first >= text_length || text[first] != '{')
         return audit_fail(err, AUDIT_EDATA, "%s: safetensors header is not a JSON object (bad "
                           "header length or not a .safetensors file)", label);
-    const char *parse_end = NULL;
-    header = cJSON_ParseWithLengthOpts(text, text_length, &parse_end, 0);
-    if (!header) {
-        long at = parse_end ? (long)(parse_end - text) : 0;
-        return audit_fail(err, AUDIT_EDATA, "%s: safetensors header is not valid JSON (near "
-                          "header byte %ld)", label, at);
-    }
-    for (size_t at = (size_t)(parse_end - text); at < text_length; at++) {
-        /* The format pads the header with spaces so that the data area is aligned. */
-        if (text[at] != ' ' && text[at] != '\n' && text[at] != '\t' && text[at] != '\r') {
-            status = audit_fail(err, AUDIT_EDATA, "%s: safetensors header: unexpected bytes after "
-                                "the JSON object (header byte %zu)", label, at);
-            goto error;
-        }
-    }
+    /* The format pads the header with spaces so that the data area is aligned: white space
+     * after the object, which the strict dialect allows. Bytes count from the header's first. */
+    char what[600];
+    snprintf(what, sizeof(what), "%s: safetensors header", label);
+    status = json_strict_parse(text, text_length, what, 0, &header, err);
+    if (status < 0)
+        return status;
     if (!cJSON_IsObject(header)) {
         status = audit_fail(err, AUDIT_EDATA, "%s: safetensors header is not a JSON object", label);
         goto error;
     }
 
     const cJSON *chosen = NULL;
-    int tensors = 0, matches = 0;
+    int tensors = 0; /* names are unique: json_strict_parse refuses a duplicate key */
     for (const cJSON *entry = header->child; entry; entry = entry->next) {
         if (!entry->string)
             continue;
@@ -208,16 +203,8 @@ int safetensors_parse(const uint8_t *bytes, size_t size, const char *label,
             continue;
         }
         tensors++;
-        if (tensor_name ? strcmp(entry->string, tensor_name) == 0 : tensors == 1) {
-            matches++;
-            if (!chosen)
-                chosen = entry;
-        }
-    }
-    if (tensor_name && matches > 1) {
-        status = audit_fail(err, AUDIT_EDATA, "%s: safetensors header names tensor '%s' %d times",
-                            label, tensor_name, matches);
-        goto error;
+        if (tensor_name ? strcmp(entry->string, tensor_name) == 0 : tensors == 1)
+            chosen = entry;
     }
     if (!chosen || (!tensor_name && tensors > 1)) {
         char names[512];
@@ -262,19 +249,25 @@ static bool is_regular_file(const char *path)
     return stat(path, &info) == 0 && S_ISREG(info.st_mode);
 }
 
-/* Reads path and parses it with the reader its first bytes call for. */
-static int load_file(const char *path, const char *tensor_name, bool detect_npy,
+/* Reads path and parses it with the reader its first bytes call for (with detect, else as
+ * safetensors); a file neither reader takes is refused saying what it looks like. */
+static int load_file(const char *path, const char *tensor_name, bool detect,
                      struct host_tensor *out, struct audit_error *err)
 {
-    static const uint8_t npy_magic[6] = { 0x93, 'N', 'U', 'M', 'P', 'Y' };
     uint8_t *bytes = NULL;
     size_t size = 0;
     int status = tensor_read_file_bytes(path, &bytes, &size, err);
     memset(out, 0, sizeof(*out));
     if (status < 0)
         return status;
-    bool is_npy = detect_npy && size >= sizeof(npy_magic) &&
-                  memcmp(bytes, npy_magic, sizeof(npy_magic)) == 0;
+    enum tensor_kind kind = detect ? tensor_kind_sniff(bytes, size) : TENSOR_KIND_SAFETENSORS;
+    if (kind != TENSOR_KIND_NPY && kind != TENSOR_KIND_SAFETENSORS) {
+        char looks[400];
+        tensor_kind_describe(kind, bytes, size, looks, sizeof(looks));
+        status = audit_fail(err, AUDIT_EDATA, "%s: %s", path, looks);
+        goto error;
+    }
+    bool is_npy = kind == TENSOR_KIND_NPY;
     if (is_npy && tensor_name) {
         status = audit_fail(err, AUDIT_EUSAGE, "%s:%s: a .npy file holds one array; ':TENSOR' "
                             "selects a tensor of a .safetensors file", path, tensor_name);

@@ -27,8 +27,9 @@ int safetensors_parse(const uint8_t *bytes, size_t size, const char *label,
 int safetensors_read_file(const char *path, const char *tensor_name, struct host_tensor *out,
                           struct audit_error *err);
 
-/* Loads "FILE" or "FILE:TENSOR". The reader is chosen by the file's first bytes (the .npy magic,
- * else safetensors); ":TENSOR" applies to safetensors only and is split off at the first ':'
+/* Loads "FILE" or "FILE:TENSOR". The reader is chosen by the file's first bytes
+ * (tensor_kind.h): the .npy magic, or a safetensors header; anything else (empty, a zip archive,
+ * a pickle, unknown bytes) is refused with AUDIT_EDATA saying what it looks like. ":TENSOR" applies to safetensors only and is split off at the first ':'
  * whose prefix names an existing file, so paths and tensor names may both contain ':'. */
 int tensor_file_load(const char *spec, struct host_tensor *out, struct audit_error *err);
 

@@ -26,7 +26,18 @@ extern struct cli_globals cli_globals;
 int cli_usage_error(const struct cli_command *command, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Prints the command's usage text to out. */
+/* Prints "dsatopk-audit NAME: message" to stderr. Every message of a command goes through here
+ * or cli_usage_error: the message is escaped for the terminal (src/common/terminal_text.h), as
+ * it may quote paths and JSON strings. */
+void cli_print_message(const struct cli_command *command, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The usage error for a bad option getopt_long returned (option strings start with ':', opterr
+ * is 0): ':' a missing value, anything else an unknown option, named by argv[optind - 1]. */
+int cli_option_error(const struct cli_command *command, int option, char **argv);
+
+/* Prints the command's usage text to out. A command does so for -h/--help only once its whole
+ * command line has parsed, as getopt tools do: an unknown option anywhere is exit 2. */
 void cli_print_usage(const struct cli_command *command, FILE *out);
 
 /* Parses a comma-separated list of unsigned integers (e.g. "512,1024,2048") into values

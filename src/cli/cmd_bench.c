@@ -94,7 +94,7 @@ static int parse_backends(const char *text, struct bench_command_options *option
          name = strtok_r(NULL, ",", &save)) {
         const struct topk_backend *backend = topk_backend_find(name);
         if (!backend || options->backend_count >= BENCH_MAX_BACKENDS) {
-            fprintf(stderr, "dsatopk-audit bench: --backends: no backend '%s'\n", name);
+            cli_print_message(&cmd_bench, "--backends: no backend '%s'", name);
             return -1;
         }
         options->backends[options->backend_count++] = backend;
@@ -187,7 +187,7 @@ static void on_result(void *user, const struct bench_result *result)
         print_row(result);
     /* A lost device ends the bench with this error, which run_bench reports. */
     if (result->outcome == BENCH_FAILED && !result->device_lost)
-        fprintf(stderr, "dsatopk-audit bench: %s: %s\n", result->backend->name, result->reason);
+        cli_print_message(&cmd_bench, "%s: %s", result->backend->name, result->reason);
     if (result->outcome != BENCH_TIMED)
         return;
 #ifdef DSATOPK_PHASE_TIMING
@@ -225,7 +225,7 @@ static int bench(const struct bench_command_options *options)
     if (status == AUDIT_OK)
         status = json_write_file(options->out_path, front.document, &err);
     if (status != AUDIT_OK)
-        fprintf(stderr, "dsatopk-audit bench: %s\n", err.message);
+        cli_print_message(&cmd_bench, "%s", err.message);
     cJSON_Delete(front.document);
     return status;
 }
@@ -259,7 +259,9 @@ static int run_bench(int argc, char **argv)
     for (int i = 0; topk_backend_table[i] && i < BENCH_MAX_BACKENDS; i++)
         options.backends[options.backend_count++] = topk_backend_table[i];
     int option;
-    while ((option = getopt_long(argc, argv, "o:h", long_options, NULL)) != -1) {
+    bool help = false;
+    opterr = 0; /* messages come from cli_usage_error */
+    while ((option = getopt_long(argc, argv, ":o:h", long_options, NULL)) != -1) {
         switch (option) {
         case 'b':
             if (parse_backends(optarg, &options) < 0)
@@ -310,9 +312,13 @@ static int run_bench(int argc, char **argv)
             else
                 return cli_usage_error(&cmd_bench, "--format: '%s' (table or none)", optarg);
             break;
-        case 'h': cli_print_usage(&cmd_bench, stdout); return EXIT_AUDIT_OK;
-        default: return cli_usage_error(&cmd_bench, "unknown option");
+        case 'h': help = true; break;
+        default: return cli_option_error(&cmd_bench, option, argv);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_bench, stdout);
+        return EXIT_AUDIT_OK;
     }
     if (optind < argc)
         return cli_usage_error(&cmd_bench, "unexpected argument '%s'", argv[optind]);

@@ -20,6 +20,7 @@
 #include "document_context.h"
 #include "error.h"
 #include "json_util.h"
+#include "terminal_text.h"
 #include "report_engine.h"
 #include "report_keys.h"
 
@@ -100,13 +101,13 @@ static void print_engine(FILE *out, const cJSON *engine)
 {
     const cJSON *by_kind = cJSON_GetObjectItemCaseSensitive(engine, KEY_ROWS_BY_KIND);
     fprintf(out, "%6s engine %s: %.0f exact, %.0f tie_variant, %.0f wrong\n", "",
-            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(engine, KEY_VERDICT)),
+            terminal_safe(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(engine, KEY_VERDICT))),
             number_at(by_kind, engine_row_class_name(ENGINE_ROW_EXACT)),
             number_at(by_kind, engine_row_class_name(ENGINE_ROW_TIE_VARIANT)),
             number_at(by_kind, engine_row_class_name(ENGINE_ROW_WRONG)));
     const cJSON *reason;
     cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(engine, KEY_VERDICT_REASONS))
-        fprintf(out, "%6s   %s\n", "", cJSON_GetStringValue(reason));
+        fprintf(out, "%6s   %s\n", "", terminal_safe(cJSON_GetStringValue(reason)));
 }
 
 /* What reading all files met, for the summary and the exit status. */
@@ -129,16 +130,18 @@ static int census_file(cJSON *document, const char *path,
     if (outcome.status < 0) {
         if (audit_exit_code(outcome.status) > audit_exit_code(totals->worst_status))
             totals->worst_status = outcome.status;
-        fprintf(stderr, "dsatopk-audit census: %s\n", outcome.message);
+        cli_print_message(&cmd_census, "%s", outcome.message);
         if (outcome.opened)
-            fprintf(stderr, "dsatopk-audit census: %s: reported the records before record %" PRIu32
-                    " (byte %" PRIu64 ")\n", path, outcome.next_record, outcome.next_offset);
+            cli_print_message(&cmd_census,
+                              "%s: reported the records before record %" PRIu32 " (byte %" PRIu64
+                              ")",
+                              path, outcome.next_record, outcome.next_offset);
         return AUDIT_OK;
     }
     for (size_t i = 0; i < selection->record_count; i++)
         if (!seen[i])
-            fprintf(stderr, "dsatopk-audit census: %s: no record %llu (the file has %" PRIu32
-                    ")\n", path, selection->records[i], outcome.next_record);
+            cli_print_message(&cmd_census, "%s: no record %llu (the file has %" PRIu32 ")", path,
+                              selection->records[i], outcome.next_record);
     return AUDIT_OK;
 }
 
@@ -175,7 +178,7 @@ static void print_table(FILE *out, const cJSON *document)
     cJSON_ArrayForEach(file, cJSON_GetObjectItemCaseSensitive(document, "files")) {
         const cJSON *records = cJSON_GetObjectItemCaseSensitive(file, KEY_RECORDS);
         fprintf(out, "# %s: %d records, %s\n",
-                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, KEY_PATH)),
+                terminal_safe(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, KEY_PATH))),
                 cJSON_GetArraySize(records),
                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(file, KEY_STATUS)));
         if (cJSON_GetArraySize(records) > 0)
@@ -225,8 +228,8 @@ static void print_table(FILE *out, const cJSON *document)
         }
         const cJSON *error = cJSON_GetObjectItemCaseSensitive(file, KEY_ERROR);
         if (cJSON_IsObject(error))
-            fprintf(out, "# %s\n",
-                    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, KEY_MESSAGE)));
+            fprintf(out, "# %s\n", terminal_safe(cJSON_GetStringValue(
+                                        cJSON_GetObjectItemCaseSensitive(error, KEY_MESSAGE))));
     }
     fprintf(out, "# k* is the record's own k; underdet, zero-bnd, ovf: rows/rows of the record\n");
 }
@@ -250,6 +253,7 @@ static int parse_options(int argc, char **argv, struct census_options *options)
     options->k_count = sizeof(default_ks) / sizeof(default_ks[0]);
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":k:f:o:r:h", long_options, NULL)) != -1) {
         switch (option) {
         case 'k': {
@@ -291,12 +295,13 @@ static int parse_options(int argc, char **argv, struct census_options *options)
                 return EXIT_USAGE;
             options->engine_contract_given = true;
             break;
-        case 'h': cli_print_usage(&cmd_census, stdout); return -1;
-        case ':':
-            return cli_usage_error(&cmd_census, "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error(&cmd_census, "unknown option '%s'", argv[optind - 1]);
+        case 'h': help = true; break;
+        default: return cli_option_error(&cmd_census, option, argv);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_census, stdout);
+        return -1;
     }
     return EXIT_AUDIT_OK;
 }
@@ -354,14 +359,14 @@ static int run_census(int argc, char **argv)
     if (!text)
         goto out_of_memory;
     if (json_write_text_atomic(options.output_path, text, &err) != AUDIT_OK) {
-        fprintf(stderr, "dsatopk-audit census: %s\n", err.message);
+        cli_print_message(&cmd_census, "%s", err.message);
         exit_code = audit_exit_code(err.code);
         goto done;
     }
     exit_code = audit_exit_code(totals.worst_status);
     goto done;
 out_of_memory:
-    fprintf(stderr, "dsatopk-audit census: out of memory\n");
+    cli_print_message(&cmd_census, "out of memory");
     exit_code = EXIT_DEVICE;
 done:
     if (globbed)

@@ -74,6 +74,7 @@ static int parse_options(int argc, char **argv, struct compare_cli_options *opti
     };
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":ho:", long_options, NULL)) != -1) {
         switch (option) {
         case 'f':
@@ -92,11 +93,13 @@ static int parse_options(int argc, char **argv, struct compare_cli_options *opti
                 return EXIT_USAGE;
             options->contract_given = true;
             break;
-        case 'h': cli_print_usage(&cmd_compare, stdout); return -1;
-        case ':':
-            return cli_usage_error(&cmd_compare, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(&cmd_compare, "unknown option '%s'", argv[optind - 1]);
+        case 'h': help = true; break;
+        default: return cli_option_error(&cmd_compare, option, argv);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_compare, stdout);
+        return -1;
     }
     if (argc - optind < 2 || argc - optind > COMPARE_MAX_RUNS)
         return cli_usage_error(&cmd_compare, "expected 2 to %d captures, got %d",
@@ -125,7 +128,7 @@ static int run_compare(int argc, char **argv)
         goto fail;
     for (size_t r = 0; r < result.run_count; r++)
         if (result.runs[r].read_error)
-            fprintf(stderr, "dsatopk-audit compare: %s\n", result.runs[r].error);
+            cli_print_message(&cmd_compare, "%s", result.runs[r].error);
     struct document_context context;
     document_context_fill(&context, cli_version(), cli_command_line());
     if (!(document = compare_json(&context, &result))) {
@@ -155,8 +158,8 @@ static int run_compare(int argc, char **argv)
     }
     if (result.read_error || result.comparable == 0) {
         if (result.comparable == 0)
-            fprintf(stderr, "dsatopk-audit compare: no call is comparable across the %zu "
-                            "captures\n", result.run_count);
+            cli_print_message(&cmd_compare, "no call is comparable across the %zu captures",
+                              result.run_count);
         exit_code = EXIT_BAD_INPUT;
     } else {
         exit_code = result.attribution[COMPARE_NONE] == result.comparable ? EXIT_AUDIT_OK
@@ -164,7 +167,7 @@ static int run_compare(int argc, char **argv)
     }
     goto done;
 fail:
-    fprintf(stderr, "dsatopk-audit compare: %s\n", err.message);
+    cli_print_message(&cmd_compare, "%s", err.message);
     exit_code = audit_exit_code(status);
 done:
     free(text);

@@ -74,6 +74,7 @@ static int parse_options(int argc, char **argv, struct devices_options *options)
     };
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
         switch (option) {
         case 'k':
@@ -112,12 +113,13 @@ static int parse_options(int argc, char **argv, struct devices_options *options)
                 return cli_usage_error(&cmd_devices,
                                        "--emulate-smem-per-sm: '%s' is not a byte count", optarg);
             break;
-        case 'h': cli_print_usage(&cmd_devices, stdout); return -1;
-        case ':':
-            return cli_usage_error(&cmd_devices, "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error(&cmd_devices, "unknown option '%s'", argv[optind - 1]);
+        case 'h': help = true; break;
+        default: return cli_option_error(&cmd_devices, option, argv);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_devices, stdout);
+        return -1;
     }
     if (optind < argc)
         return cli_usage_error(&cmd_devices, "unexpected argument '%s'", argv[optind]);
@@ -262,7 +264,7 @@ static int run_devices(int argc, char **argv)
 
     int status = gpu_device_count(&device_count, why, sizeof(why));
     if (status != 0) {
-        fprintf(stderr, "dsatopk-audit devices: counting CUDA devices failed: %s\n", why);
+        cli_print_message(&cmd_devices, "counting CUDA devices failed: %s", why);
         return EXIT_DEVICE;
     }
     /* Both answer without a driver: the runtime is linked in, the driver reports 0 if absent. */
@@ -293,7 +295,7 @@ static int run_devices(int argc, char **argv)
     for (int ordinal = 0; ordinal < device_count; ordinal++) {
         struct gpu_device_info info;
         if (gpu_device_query(ordinal, options.emulate_smem_per_sm, &info, &err) != 0) {
-            fprintf(stderr, "dsatopk-audit devices: %s\n", err.message);
+            cli_print_message(&cmd_devices, "%s", err.message);
             exit_code = EXIT_DEVICE;
             goto done;
         }
@@ -318,14 +320,14 @@ static int run_devices(int argc, char **argv)
     if (!text)
         goto out_of_memory;
     if (json_write_text_atomic("-", text, &err) != AUDIT_OK) {
-        fprintf(stderr, "dsatopk-audit devices: %s\n", err.message);
+        cli_print_message(&cmd_devices, "%s", err.message);
         exit_code = EXIT_BAD_INPUT;
         goto done;
     }
     exit_code = EXIT_AUDIT_OK;
     goto done;
 out_of_memory:
-    fprintf(stderr, "dsatopk-audit devices: out of memory\n");
+    cli_print_message(&cmd_devices, "out of memory");
     exit_code = EXIT_DEVICE;
 done:
     free(text);

@@ -24,6 +24,7 @@
 #include "hash.h"
 #include "json_util.h"
 #include "selection.h"
+#include "terminal_text.h"
 /* Differing rows the table lists per record; the JSON lists them all. */
 #define TABLE_ROWS_PER_RECORD 20
 
@@ -61,7 +62,8 @@ static const char diff_usage[] =
     "exit codes: 0 no row differs; 1 some row differs; 2 usage error; 3 unreadable, corrupt\n"
     "            or mismatched captures (different record counts, rows, k or page-table\n"
     "            layout, or a reproducer of another capture: what could be paired is still\n"
-    "            compared and reported); 4 out of memory\n";
+    "            compared and reported); 4 a record over the memory cap (--max-record-bytes)\n"
+    "            or out of memory\n";
 
 enum output_format { FORMAT_TABLE, FORMAT_JSON };
 
@@ -84,6 +86,7 @@ static int parse_options(int argc, char **argv, struct diff_options *options)
     unsigned long long value;
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":ho:", long_options, NULL)) != -1) {
         switch (option) {
         case 'k':
@@ -101,10 +104,13 @@ static int parse_options(int argc, char **argv, struct diff_options *options)
                 return cli_usage_error(&cmd_diff, "--format: '%s' is not table or json", optarg);
             break;
         case 'o': options->output = optarg; break;
-        case 'h': cli_print_usage(&cmd_diff, stdout); return -1;
-        case ':': return cli_usage_error(&cmd_diff, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(&cmd_diff, "unknown option '%s'", argv[optind - 1]);
+        case 'h': help = true; break;
+        default: return cli_option_error(&cmd_diff, option, argv);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_diff, stdout);
+        return -1;
     }
     if (argc - optind != 2)
         return cli_usage_error(&cmd_diff, "expected two capture files A.bin B.bin, got %d",
@@ -188,7 +194,7 @@ static void table_record(FILE *table, const struct diff_record_result *result)
     fprintf(table, "record %" PRIu32 ": %" PRIu32 " rows, k %" PRIu32 "\n", result->index,
             result->shape.common_rows, result->k);
     for (size_t i = 0; i < result->mismatch_count; i++)
-        fprintf(table, "  mismatch: %s\n", result->mismatches[i]);
+        fprintf(table, "  mismatch: %s\n", terminal_safe(result->mismatches[i]));
     if (result->shape.engine_presence_differs)
         fprintf(table, "  note: only %s carries engine indices: engine outputs not compared\n",
                 result->a_has_engine_indices ? "A" : "B");
@@ -321,14 +327,27 @@ static void table_summary(FILE *table, const struct diff_totals *totals)
     }
 }
 
-/* A read error: the comparison stops there. */
-static void input_error(cJSON *document, FILE *table, struct diff_totals *totals,
-                        const char *message)
+/* What the comparison works with: the readers, the options and the outputs. */
+struct diff_pairing {
+    struct capture_reader *reader_a, *reader_b;
+    const struct diff_options *options;
+    struct diff_scratch scratch;
+    cJSON *document, *records;
+    FILE *table;
+    struct diff_totals *totals;
+    /* The read error that stopped the comparison, or 0: AUDIT_ENOMEM (a record over the memory
+     * cap, or out of memory) is exit 4, any other exit 3. */
+    int read_status;
+};
+
+/* A read error (status, message): the comparison stops there. */
+static void input_error(struct diff_pairing *pairing, int status, const char *message)
 {
-    fprintf(stderr, "dsatopk-audit diff: %s\n", message);
-    fprintf(table, "input error: %s\n", message);
-    (void)diff_json_add_input_error(document, message);
-    totals->input_error = true;
+    cli_print_message(&cmd_diff, "%s", message);
+    fprintf(pairing->table, "input error: %s\n", terminal_safe(message));
+    (void)diff_json_add_input_error(pairing->document, message);
+    pairing->totals->input_error = true;
+    pairing->read_status = status;
 }
 
 /* A mismatch of the captures as a whole, into the document and the table. */
@@ -344,18 +363,8 @@ static void capture_mismatch(cJSON *document, FILE *table, struct diff_totals *t
     va_end(args);
     totals->mismatch = true;
     (void)diff_json_add_mismatch(document, message);
-    fprintf(table, "  mismatch: %s\n", message);
+    fprintf(table, "  mismatch: %s\n", terminal_safe(message));
 }
-
-/* What the comparison works with: the readers, the options and the outputs. */
-struct diff_pairing {
-    struct capture_reader *reader_a, *reader_b;
-    const struct diff_options *options;
-    struct diff_scratch scratch;
-    cJSON *document, *records;
-    FILE *table;
-    struct diff_totals *totals;
-};
 
 /* Pairs by position, from the first records a and b (both read, released here), up to the end
  * of the shorter capture or the first read error. */
@@ -374,12 +383,12 @@ static int pair_by_position(struct diff_pairing *pairing, struct capture_record 
             return status;
         int read_a = capture_read_record(pairing->reader_a, a, err);
         if (read_a < 0) {
-            input_error(pairing->document, pairing->table, pairing->totals, err->message);
+            input_error(pairing, read_a, err->message);
             return AUDIT_OK;
         }
         int read_b = capture_read_record(pairing->reader_b, b, err);
         if (read_b < 0) {
-            input_error(pairing->document, pairing->table, pairing->totals, err->message);
+            input_error(pairing, read_b, err->message);
             if (read_a > 0)
                 capture_record_free(a);
             return AUDIT_OK;
@@ -445,7 +454,7 @@ static int pair_by_provenance(struct diff_pairing *pairing, struct capture_recor
             have_original = read > 0;
             original_ended = read <= 0;
             if (read < 0)
-                input_error(pairing->document, pairing->table, pairing->totals, err->message);
+                input_error(pairing, read, err->message);
         }
         if (status == AUDIT_OK && (!have_original || original.index != provenance.record)) {
             capture_mismatch(pairing->document, pairing->table, pairing->totals,
@@ -490,7 +499,7 @@ static int pair_by_provenance(struct diff_pairing *pairing, struct capture_recor
             break;
         int read = capture_read_record(reproducer_reader, reproducer, err);
         if (read < 0)
-            input_error(pairing->document, pairing->table, pairing->totals, err->message);
+            input_error(pairing, read, err->message);
         if (read <= 0)
             break;
     }
@@ -518,12 +527,12 @@ static int compare_captures(struct diff_pairing *pairing, struct audit_error *er
     int status = AUDIT_OK;
     int read_a = capture_read_record(pairing->reader_a, &a, err);
     if (read_a < 0) {
-        input_error(pairing->document, pairing->table, pairing->totals, err->message);
+        input_error(pairing, read_a, err->message);
         return AUDIT_OK;
     }
     int read_b = capture_read_record(pairing->reader_b, &b, err);
     if (read_b < 0)
-        input_error(pairing->document, pairing->table, pairing->totals, err->message);
+        input_error(pairing, read_b, err->message);
     if (read_a <= 0 || read_b <= 0) {
         if (read_a > 0)
             capture_record_free(&a);
@@ -572,7 +581,7 @@ static int run_diff(int argc, char **argv)
 
     if ((status = capture_open(&reader_a, options.path_a, &err)) < 0 ||
         (status = capture_open(&reader_b, options.path_b, &err)) < 0) {
-        fprintf(stderr, "dsatopk-audit diff: %s\n", err.message);
+        cli_print_message(&cmd_diff, "%s", err.message);
         exit_code = audit_exit_code(status);
         goto done;
     }
@@ -586,8 +595,8 @@ static int run_diff(int argc, char **argv)
         status = audit_fail(&err, AUDIT_ENOMEM, "out of memory");
         goto fatal;
     }
-    fprintf(table, "# diff %s (A) vs %s (B), k: %s\n", options.path_a, options.path_b,
-            options.k_override ? "--k" : "each record's own");
+    fprintf(table, "# diff %s (A) vs %s (B), k: %s\n", terminal_safe(options.path_a),
+            terminal_safe(options.path_b), options.k_override ? "--k" : "each record's own");
     struct diff_pairing pairing = {
         .reader_a = reader_a,
         .reader_b = reader_b,
@@ -623,15 +632,16 @@ static int run_diff(int argc, char **argv)
     /* Captures of other calls: said where it cannot be missed, whatever the format. */
     const cJSON *mismatch;
     cJSON_ArrayForEach(mismatch, cJSON_GetObjectItemCaseSensitive(document, KEY_MISMATCHES))
-        fprintf(stderr, "dsatopk-audit diff: not the same calls: %s\n",
-                cJSON_GetStringValue(mismatch));
-    if (totals.input_error || totals.mismatch)
+        cli_print_message(&cmd_diff, "not the same calls: %s", cJSON_GetStringValue(mismatch));
+    if (pairing.read_status == AUDIT_ENOMEM)
+        exit_code = EXIT_DEVICE; /* the document says what was compared before it */
+    else if (totals.input_error || totals.mismatch)
         exit_code = EXIT_BAD_INPUT;
     else
         exit_code = totals.differing_rows ? EXIT_AUDIT_FAILED : EXIT_AUDIT_OK;
     goto done;
 fatal:
-    fprintf(stderr, "dsatopk-audit diff: %s\n", err.message);
+    cli_print_message(&cmd_diff, "%s", err.message);
     exit_code = audit_exit_code(status);
 done:
     if (table)

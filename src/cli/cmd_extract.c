@@ -16,10 +16,12 @@
 #include "capture.h"
 #include "cli.h"
 #include "error.h"
+#include "hash.h"
 #include "json_util.h"
 #include "output_file.h"
 #include "report_read.h"
 #include "selection.h"
+#include "terminal_text.h"
 
 static const char extract_usage[] =
     "usage: dsatopk-audit extract IN.bin [--records LIST] [--rows LIST] -o OUT.bin\n"
@@ -54,9 +56,9 @@ static const char extract_usage[] =
     "\n"
     "exit codes: 0 written; 2 usage error, including a --records or --rows number that IN.bin\n"
     "            does not have; 3 unreadable or corrupt IN.bin or report (also a report of a\n"
-    "            newer schema_version), a report naming a\n"
-    "            record or row IN.bin does not have, or a report with no row to extract;\n"
-    "            4 out of memory\n";
+    "            newer schema_version), a report naming a record or row IN.bin does not have\n"
+    "            or giving a record another payload_sha256, or a report with no row to\n"
+    "            extract; 4 out of memory\n";
 
 struct extract_options {
     const char *input, *output, *report, *backend;
@@ -65,9 +67,18 @@ struct extract_options {
 };
 
 /* (record << 32 | row) pairs, sorted: the rows a report names. */
+/* What a report says about the capture: the (record, row) pairs it names, and the
+ * payload_sha256 it gives each record, which the capture's record must have. */
+struct report_payload {
+    uint32_t record;
+    char sha256[2 * HASH_BYTES + 1];
+};
+
 struct row_pairs {
     uint64_t *pairs;
     size_t count, capacity;
+    struct report_payload *payloads;
+    size_t payload_count, payload_capacity;
 };
 
 static int parse_options(int argc, char **argv, struct extract_options *options)
@@ -85,6 +96,7 @@ static int parse_options(int argc, char **argv, struct extract_options *options)
     };
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":ho:", long_options, NULL)) != -1) {
         switch (option) {
         case OPT_RECORDS: options->records_text = optarg; break;
@@ -93,11 +105,13 @@ static int parse_options(int argc, char **argv, struct extract_options *options)
         case OPT_BACKEND: options->backend = optarg; break;
         case OPT_COMPRESS: options->compress = true; break;
         case 'o': options->output = optarg; break;
-        case 'h': cli_print_usage(&cmd_extract, stdout); return -1;
-        case ':':
-            return cli_usage_error(&cmd_extract, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(&cmd_extract, "unknown option '%s'", argv[optind - 1]);
+        case 'h': help = true; break;
+        default: return cli_option_error(&cmd_extract, option, argv);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_extract, stdout);
+        return -1;
     }
     if (argc - optind != 1)
         return cli_usage_error(&cmd_extract, "expected one input capture IN.bin, got %d",
@@ -134,6 +148,44 @@ static int add_named_row(void *context, uint32_t record, uint32_t row, struct au
     return add_pair(context, record, row, err);
 }
 
+static int add_payload(void *context, uint32_t record, const char *payload_sha256,
+                       struct audit_error *err)
+{
+    struct row_pairs *pairs = context;
+    if (pairs->payload_count == pairs->payload_capacity) {
+        size_t grown = pairs->payload_capacity ? pairs->payload_capacity * 2 : 16;
+        struct report_payload *bigger = realloc(pairs->payloads, grown * sizeof(*bigger));
+        if (!bigger)
+            return audit_fail(err, AUDIT_ENOMEM, "out of memory reading the report");
+        pairs->payloads = bigger;
+        pairs->payload_capacity = grown;
+    }
+    struct report_payload *entry = &pairs->payloads[pairs->payload_count++];
+    entry->record = record;
+    snprintf(entry->sha256, sizeof(entry->sha256), "%s", payload_sha256);
+    return AUDIT_OK;
+}
+
+/* The record must be the one the report measured: rows of another payload are other rows. */
+static int check_payload(const struct extract_options *options, const struct row_pairs *pairs,
+                         const struct capture_record *record, struct audit_error *err)
+{
+    char hex[2 * HASH_BYTES + 1];
+    for (size_t i = 0; i < HASH_BYTES; i++)
+        snprintf(hex + 2 * i, 3, "%02x", record->payload_sha256[i]);
+    for (size_t i = 0; i < pairs->payload_count; i++) {
+        const struct report_payload *entry = &pairs->payloads[i];
+        if (entry->record == record->index && strcmp(entry->sha256, hex) != 0)
+            return audit_fail(err, AUDIT_EDATA,
+                              "%s gives record %" PRIu32 " payload_sha256 %s, but record %" PRIu32
+                              " of %s has payload_sha256 %s: the report describes another "
+                              "capture, or this one changed since the run",
+                              options->report, record->index, entry->sha256, record->index,
+                              options->input, hex);
+    }
+    return AUDIT_OK;
+}
+
 static int compare_u64(const void *x, const void *y)
 {
     uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
@@ -150,6 +202,7 @@ static int read_report(const struct extract_options *options, struct row_pairs *
         .capture_path = options->input,
         .backend = options->backend,
         .add = add_named_row,
+        .payload = add_payload,
         .context = pairs,
     };
     int status = json_read_file(options->report, &report, err);
@@ -157,10 +210,10 @@ static int read_report(const struct extract_options *options, struct row_pairs *
         return status;
     status = report_rows_named(report, &query, err);
     if (query.schema_missing)
-        fprintf(stderr,
-                "dsatopk-audit extract: %s: no \"%s\" field; reading it as a run "
-                "report\n",
-                options->report, KEY_SCHEMA);
+        cli_print_message(&cmd_extract,
+                          "%s: no \"%s\" field; reading it as a run "
+                          "report",
+                          options->report, KEY_SCHEMA);
     if (status == AUDIT_OK && pairs->count > 1) {
         /* Sort and drop duplicates (a row can flap on several backends). */
         uint64_t *p = pairs->pairs;
@@ -333,6 +386,10 @@ static int extract(const struct extract_options *options, struct audit_error *er
         if (read == 0)
             break;
         records_seen = record.index + 1;
+        if (options->report && (status = check_payload(options, &report_rows, &record, err)) < 0) {
+            capture_record_free(&record);
+            goto done;
+        }
         const uint32_t *rows = NULL;
         size_t count = 0;
         bool chosen = !record_list || list_contains(record_list, record_count, record.index);
@@ -414,12 +471,14 @@ static int extract(const struct extract_options *options, struct audit_error *er
     if (status < 0)
         goto done;
     printf("extract: wrote %" PRIu64 " record%s (%" PRIu64 " rows) of %s to %s\n", written_records,
-           written_records == 1 ? "" : "s", written_rows, options->input, options->output);
+           written_records == 1 ? "" : "s", written_rows, terminal_safe(options->input),
+           terminal_safe(options->output));
     status = AUDIT_OK;
 done:
     output_file_discard(out);
     capture_close(reader);
     free(report_rows.pairs);
+    free(report_rows.payloads);
     free(record_list);
     free(row_list);
     free(all_rows);
@@ -437,7 +496,7 @@ static int run_extract(int argc, char **argv)
         return exit_code;
     int status = extract(&options, &err);
     if (status < 0) {
-        fprintf(stderr, "dsatopk-audit extract: %s\n", err.message);
+        cli_print_message(&cmd_extract, "%s", err.message);
         return audit_exit_code(status);
     }
     return EXIT_AUDIT_OK;

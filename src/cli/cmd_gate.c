@@ -60,27 +60,6 @@ struct gate_command_options {
     char now[32];
 };
 
-/* "YYYY-MM-DD" (midnight UTC) or "YYYY-MM-DDTHH:MM:SSZ" into the canonical long form. */
-static int parse_now(const char *text, char *now, size_t size)
-{
-    int year, month, day, hour = 0, minute = 0, second = 0;
-    char tail;
-    size_t length = strlen(text);
-    if (length == 10 && sscanf(text, "%4d-%2d-%2d%c", &year, &month, &day, &tail) == 3) {
-        /* date only */
-    } else if (length == 20 && sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2dZ%c", &year, &month, &day,
-                                      &hour, &minute, &second, &tail) == 6) {
-        /* date and time */
-    } else {
-        return -1;
-    }
-    if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
-        return -1;
-    int written = snprintf(now, size, "%04d-%02d-%02dT%02d:%02d:%02dZ", year, month, day, hour,
-                           minute, second);
-    return written == 20 ? 0 : -1;
-}
-
 /* Returns -1 to go on, else the exit code (0 after --help). */
 static int parse_options(int argc, char **argv, struct gate_command_options *options,
                          int *first_report)
@@ -101,7 +80,9 @@ static int parse_options(int argc, char **argv, struct gate_command_options *opt
     struct tm utc;
     if (gmtime_r(&clock, &utc))
         strftime(options->now, sizeof(options->now), "%Y-%m-%dT%H:%M:%SZ", &utc);
-    while ((option = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+    bool help = false;
+    opterr = 0; /* messages come from cli_usage_error */
+    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
         switch (option) {
         case OPTION_BASELINE: options->baseline_path = optarg; break;
         case OPTION_POLICY: options->policy_path = optarg; break;
@@ -119,13 +100,18 @@ static int parse_options(int argc, char **argv, struct gate_command_options *opt
                 return cli_usage_error(&cmd_gate, "--format: '%s' is not table or none", optarg);
             break;
         case OPTION_NOW:
-            if (parse_now(optarg, options->now, sizeof(options->now)) < 0)
-                return cli_usage_error(&cmd_gate, "--now: '%s' is not YYYY-MM-DD or "
-                                                  "YYYY-MM-DDTHH:MM:SSZ", optarg);
+            if (gate_time_parse(optarg, options->now) < 0)
+                return cli_usage_error(&cmd_gate, "--now: '%s' is not a date YYYY-MM-DD or a "
+                                                  "time YYYY-MM-DDTHH:MM:SSZ (UTC) that exists",
+                                       optarg);
             break;
-        case 'h': cli_print_usage(&cmd_gate, stdout); return EXIT_AUDIT_OK;
-        default: return cli_usage_error(&cmd_gate, "unknown option (see --help)");
+        case 'h': help = true; break;
+        default: return cli_option_error(&cmd_gate, option, argv);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_gate, stdout);
+        return EXIT_AUDIT_OK;
     }
     if (!options->baseline_path || !*options->baseline_path)
         return cli_usage_error(&cmd_gate, "--baseline FILE is required");
@@ -193,7 +179,7 @@ static int run_gate(int argc, char **argv)
                     verdict_on_stdout ? NULL : options.out_path);
     goto done;
 failed:
-    fprintf(stderr, "dsatopk-audit gate: %s\n", err.message);
+    cli_print_message(&cmd_gate, "%s", err.message);
     exit_code = audit_exit_code(err.code);
 done:
     cJSON_Delete(verdict);

@@ -19,9 +19,11 @@
 #include "document_keys.h"
 #include "engine_check.h"
 #include "error.h"
+#include "json_strict.h"
 #include "json_util.h"
 #include "npy.h"
 #include "safetensors.h"
+#include "terminal_text.h"
 
 static const char import_usage[] =
     "usage: dsatopk-audit import --scores FILE --k K -o OUT.bin [options]\n"
@@ -70,7 +72,7 @@ struct import_options {
 
 static int fail(int status, const struct audit_error *err)
 {
-    fprintf(stderr, "dsatopk-audit import: %s\n", err->message);
+    cli_print_message(&cmd_import, "%s", err->message);
     return audit_exit_code(status);
 }
 
@@ -100,6 +102,7 @@ static int parse_options(int argc, char **argv, struct import_options *options)
     };
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":ho:", long_options, NULL)) != -1) {
         switch (option) {
         case OPT_SCORES: options->scores = optarg; break;
@@ -126,12 +129,13 @@ static int parse_options(int argc, char **argv, struct import_options *options)
                                        optarg);
             options->page_size_given = true;
             break;
-        case 'h': cli_print_usage(&cmd_import, stdout); return -1;
-        case ':':
-            return cli_usage_error(&cmd_import, "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error(&cmd_import, "unknown option '%s'", argv[optind - 1]);
+        case 'h': help = true; break;
+        default: return cli_option_error(&cmd_import, option, argv);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_import, stdout);
+        return -1;
     }
     if (optind < argc)
         return cli_usage_error(&cmd_import, "unexpected argument '%s'", argv[optind]);
@@ -161,13 +165,15 @@ static int parse_metadata(const char *text, cJSON **metadata, struct audit_error
         return *metadata ? AUDIT_OK : audit_fail(err, AUDIT_ENOMEM, "out of memory");
     }
     if (text[0] == '@') {
-        int status = json_read_file(text + 1, metadata, err);
+        int status = json_read_value_file(text + 1, metadata, err);
         if (status < 0)
             return audit_error_prefix(err, "--metadata");
     } else {
-        *metadata = cJSON_Parse(text);
-        if (!*metadata)
-            return audit_fail(err, AUDIT_EUSAGE, "--metadata: not valid JSON");
+        int status = json_strict_parse(text, strlen(text), "--metadata", 0, metadata, err);
+        if (status == AUDIT_EDATA) /* an option's value: a usage error */
+            err->code = status = AUDIT_EUSAGE;
+        if (status < 0)
+            return status;
     }
     if (!cJSON_IsObject(*metadata)) {
         cJSON_Delete(*metadata);
@@ -335,7 +341,8 @@ static int write_record(const struct import_options *options, const struct captu
     int status = capture_append(options->output, record, &append, &tail, err);
     if (status == AUDIT_OK && tail.state != CAPTURE_READ_END)
         printf("import: %s: cut the damaged tail (%s) back to %" PRIu32 " record%s, %" PRIu64
-               " bytes\n", options->output, tail.problem, tail.records,
+               " bytes\n",
+               terminal_safe(options->output), tail.problem, tail.records,
                tail.records == 1 ? "" : "s", tail.intact_bytes);
     return status;
 }
@@ -453,7 +460,7 @@ static int import_record(const struct import_options *options, struct audit_erro
            options->append ? "appended a record of" : "wrote a record of", record.rows,
            record.row_stride, record.k, record.row_starts ? ", row starts" : "",
            record.page_table ? ", page table" : "", record.engine_indices ? ", engine indices" : "",
-           options->compress ? ", compressed" : "", options->output);
+           options->compress ? ", compressed" : "", terminal_safe(options->output));
 done:
     cJSON_free(metadata_text);
     cJSON_Delete(metadata);

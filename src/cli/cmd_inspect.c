@@ -17,6 +17,7 @@
 #include "error.h"
 #include "inspect_json.h"
 #include "json_util.h"
+#include "terminal_text.h"
 
 /* The table shortens metadata past this many characters; the JSON keeps it whole. */
 #define TABLE_METADATA_CHARS 160
@@ -63,18 +64,22 @@ static int inspect_file(cJSON *document, const char *path, struct inspect_totals
         return AUDIT_ENOMEM;
     if (outcome.status == AUDIT_OK)
         return AUDIT_OK;
-    fprintf(stderr, "dsatopk-audit inspect: %s\n", outcome.message);
+    cli_print_message(&cmd_inspect, "%s", outcome.message);
     if (outcome.complete_record_after)
-        fprintf(stderr, "dsatopk-audit inspect: %s: a complete record starts at byte %" PRIu64
-                " past the damage at byte %" PRIu64 ", so cutting the file back would lose it; "
-                "cut bytes %" PRIu64 "..%" PRIu64 " out instead: %s\n", path,
-                outcome.complete_record_offset, outcome.next_offset, outcome.next_offset,
-                outcome.complete_record_offset - 1, outcome.repair);
+        cli_print_message(&cmd_inspect,
+                          "%s: a complete record starts at byte %" PRIu64
+                          " past the damage at byte %" PRIu64
+                          ", so cutting the file back would lose it; "
+                          "cut bytes %" PRIu64 "..%" PRIu64 " out instead: %s",
+                          path, outcome.complete_record_offset, outcome.next_offset,
+                          outcome.next_offset, outcome.complete_record_offset - 1, outcome.repair);
     else if (outcome.repair[0])
-        fprintf(stderr, "dsatopk-audit inspect: %s: %" PRIu32 " intact record%s end at byte %"
-                PRIu64 " and no complete record follows; `%s` keeps them (so does the next "
-                "synth/import --append --repair-tail)\n", path, outcome.next_record,
-                outcome.next_record == 1 ? "" : "s", outcome.next_offset, outcome.repair);
+        cli_print_message(&cmd_inspect,
+                          "%s: %" PRIu32 " intact record%s end at byte %" PRIu64
+                          " and no complete record follows; `%s` keeps them (so does the next "
+                          "synth/import --append --repair-tail)",
+                          path, outcome.next_record, outcome.next_record == 1 ? "" : "s",
+                          outcome.next_offset, outcome.repair);
     return AUDIT_OK;
 }
 
@@ -133,20 +138,18 @@ static void print_table_record(FILE *out, const cJSON *record, int sections_widt
              number_field(record, "length_max"));
 
     char *metadata = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(record, KEY_METADATA));
-    const char *shown = metadata ? metadata : "?";
-    int shown_chars = (int)strlen(shown);
     const char *ellipsis = "";
-    if (shown_chars > TABLE_METADATA_CHARS) {
-        shown_chars = TABLE_METADATA_CHARS;
+    if (metadata && strlen(metadata) > TABLE_METADATA_CHARS) {
+        metadata[TABLE_METADATA_CHARS] = '\0';
         ellipsis = "...";
     }
-    fprintf(out, "%6.0f %12.0f %8.0f %7.0f %10.0f %-17s %-*s %12.0f %12.0f %-9s %s %.*s%s\n",
+    fprintf(out, "%6.0f %12.0f %8.0f %7.0f %10.0f %-17s %-*s %12.0f %12.0f %-9s %s %s%s\n",
             number_field(record, KEY_INDEX), number_field(record, "offset_bytes"),
             number_field(record, KEY_ROWS), number_field(record, KEY_K),
             number_field(record, KEY_ROW_STRIDE), length_range, sections_width, sections,
             number_field(record, "stored_bytes"), number_field(record, "raw_bytes"),
-            string_field(record, "checksum"), string_field(record, KEY_PAYLOAD_SHA256), shown_chars,
-            shown, ellipsis);
+            string_field(record, "checksum"), string_field(record, KEY_PAYLOAD_SHA256),
+            metadata ? terminal_safe(metadata) : "?", ellipsis);
     cJSON_free(metadata);
 }
 
@@ -159,7 +162,7 @@ static void print_table(FILE *out, const cJSON *document)
         const cJSON *record;
         const char *status = string_field(file, KEY_STATUS);
         int record_count = cJSON_GetArraySize(records);
-        fprintf(out, "# %s: %d record%s", string_field(file, KEY_PATH), record_count,
+        fprintf(out, "# %s: %d record%s", terminal_safe(string_field(file, KEY_PATH)), record_count,
                 record_count == 1 ? "" : "s");
         if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(file, "size_bytes")))
             fprintf(out, ", %.0f bytes", number_field(file, "size_bytes"));
@@ -181,9 +184,9 @@ static void print_table(FILE *out, const cJSON *document)
             fprintf(out, "%6.0f %12.0f %8s %7s %10s %-17s %-*s %12s %12s %-9s %s\n",
                     number_field(error, KEY_RECORD), number_field(error, "offset_bytes"), "-", "-",
                     "-", "-", sections_width, "-", "-", "-", status,
-                    string_field(error, KEY_MESSAGE));
+                    terminal_safe(string_field(error, KEY_MESSAGE)));
         else if (cJSON_IsObject(error))
-            fprintf(out, "# %s\n", string_field(error, KEY_MESSAGE));
+            fprintf(out, "# %s\n", terminal_safe(string_field(error, KEY_MESSAGE)));
     }
     const cJSON *summary = cJSON_GetObjectItemCaseSensitive(document, KEY_SUMMARY);
     fprintf(out, "# files: %.0f, records: %.0f, truncated: %.0f, corrupt: %.0f, too large: %.0f, "
@@ -205,6 +208,7 @@ static int parse_options(int argc, char **argv, struct inspect_options *options)
     };
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":ho:", long_options, NULL)) != -1) {
         switch (option) {
         case 'v': options->verify = true; break;
@@ -217,12 +221,13 @@ static int parse_options(int argc, char **argv, struct inspect_options *options)
                 return cli_usage_error(&cmd_inspect, "--format: '%s' is not table or json", optarg);
             break;
         case 'o': options->output_path = optarg; break;
-        case 'h': cli_print_usage(&cmd_inspect, stdout); return -1;
-        case ':':
-            return cli_usage_error(&cmd_inspect, "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error(&cmd_inspect, "unknown option '%s'", argv[optind - 1]);
+        case 'h': help = true; break;
+        default: return cli_option_error(&cmd_inspect, option, argv);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_inspect, stdout);
+        return -1;
     }
     if (optind >= argc)
         return cli_usage_error(&cmd_inspect, "no capture file given");
@@ -257,7 +262,7 @@ static int run_inspect(int argc, char **argv)
     if (!text)
         goto out_of_memory;
     if (json_write_text_atomic(options.output_path, text, &err) != AUDIT_OK) {
-        fprintf(stderr, "dsatopk-audit inspect: %s\n", err.message);
+        cli_print_message(&cmd_inspect, "%s", err.message);
         exit_code = audit_exit_code(err.code);
         goto done;
     }
@@ -270,7 +275,7 @@ static int run_inspect(int argc, char **argv)
         exit_code = EXIT_AUDIT_OK;
     goto done;
 out_of_memory:
-    fprintf(stderr, "dsatopk-audit inspect: out of memory\n");
+    cli_print_message(&cmd_inspect, "out of memory");
     exit_code = EXIT_DEVICE;
 done:
     free(text);

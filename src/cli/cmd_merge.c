@@ -1,6 +1,7 @@
 /* merge: joins the shard reports of `run --shard I/N` into one report (docs/REPORT.md
  * "Sharding"). The joining lives in src/gate/gate_merge.c (gate_merge_reports). */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,9 @@ static int run_merge(int argc, char **argv)
     const char *out_path = NULL;
     bool quiet = false;
     int option;
-    while ((option = getopt_long(argc, argv, "o:h", long_options, NULL)) != -1) {
+    bool help = false;
+    opterr = 0; /* messages come from cli_usage_error */
+    while ((option = getopt_long(argc, argv, ":o:h", long_options, NULL)) != -1) {
         switch (option) {
         case 'o':
             if (!*optarg)
@@ -51,9 +54,13 @@ static int run_merge(int argc, char **argv)
             out_path = optarg;
             break;
         case OPTION_QUIET: quiet = true; break;
-        case 'h': cli_print_usage(&cmd_merge, stdout); return EXIT_AUDIT_OK;
-        default: return cli_usage_error(&cmd_merge, "unknown option (see --help)");
+        case 'h': help = true; break;
+        default: return cli_option_error(&cmd_merge, option, argv);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_merge, stdout);
+        return EXIT_AUDIT_OK;
     }
     if (!out_path)
         return cli_usage_error(&cmd_merge, "-o OUT.json is required");
@@ -83,8 +90,8 @@ static int run_merge(int argc, char **argv)
     struct gate_merge_totals totals;
     gate_merge_totals(merged, &totals);
     if (missing)
-        fprintf(stderr, "dsatopk-audit merge: warning: %s; the merged report is incomplete\n",
-                totals.stop_reason ? totals.stop_reason : "shards missing");
+        cli_print_message(&cmd_merge, "warning: %s; the merged report is incomplete",
+                          totals.stop_reason ? totals.stop_reason : "shards missing");
     if (!quiet)
         fprintf(strcmp(out_path, "-") == 0 ? stderr : stdout,
                 "# merged %zu shard report(s): %.0f record(s), %.0f failing backend run(s), "
@@ -94,7 +101,7 @@ static int run_merge(int argc, char **argv)
                 strcmp(out_path, "-") == 0 ? "" : out_path);
     goto done;
 failed:
-    fprintf(stderr, "dsatopk-audit merge: %s\n", err.message);
+    cli_print_message(&cmd_merge, "%s", err.message);
     exit_code = audit_exit_code(err.code);
 done:
     cJSON_Delete(merged);

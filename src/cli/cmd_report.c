@@ -34,9 +34,10 @@ static const char report_usage[] =
     "                      by .html; - writes to stdout)\n"
     "  -h, --help          show this help\n"
     "\n"
-    "exit codes: 0 written; 2 usage error; 3 REPORT or VERDICT unreadable, not JSON, of\n"
-    "            another schema or of a newer schema_version, a VERDICT made from another\n"
-    "            report, or the page could not be written; 4 out of memory\n";
+    "exit codes: 0 written; 2 usage error; 3 REPORT or VERDICT unreadable, not JSON (the strict\n"
+    "            dialect of docs/FORMAT.md), without a schema and schema_version, of another\n"
+    "            schema or of a newer schema_version, a VERDICT made from another report, or\n"
+    "            the page could not be written; 4 out of memory\n";
 
 struct report_options {
     const char *report_path;
@@ -56,15 +57,18 @@ static int parse_options(int argc, char **argv, struct report_options *options)
     };
     int option;
     opterr = 0; /* messages come from cli_usage_error */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":g:o:h", long_options, NULL)) != -1) {
         switch (option) {
         case 'g': options->gate_path = optarg; break;
         case 'o': options->output_path = optarg; break;
-        case 'h': cli_print_usage(&cmd_report, stdout); return -1;
-        case ':':
-            return cli_usage_error(&cmd_report, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(&cmd_report, "unknown option '%s'", argv[optind - 1]);
+        case 'h': help = true; break;
+        default: return cli_option_error(&cmd_report, option, argv);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_report, stdout);
+        return -1;
     }
     if (argc - optind != 1)
         return cli_usage_error(&cmd_report, "expected one REPORT.json, got %d arguments",
@@ -89,24 +93,27 @@ static int parse_options(int argc, char **argv, struct report_options *options)
     return EXIT_AUDIT_OK;
 }
 
-/* Reads path and checks that it is a JSON object of the expected schema and a version this tool
- * reads (document_schema_check). A document without a schema field is accepted (hand-written
- * files); one of another schema is refused, as it is most likely the wrong file. */
-static int read_document(const char *path, const char *schema, int version, cJSON **json_out,
-                         struct audit_error *err)
+/* Reads path and checks that it is a document of the expected schema and a version this tool
+ * reads (document_schema_check, both fields required): a JSON object without them ({} included)
+ * is not a report, so it is refused rather than drawn as an empty page; one of another schema is
+ * most likely the wrong file. Past that the page is drawn from whatever fields are there. */
+static int read_document(const char *path, const char *schema, int current_version,
+                         cJSON **json_out, struct audit_error *err)
 {
+    struct json_reader reader = { path, err };
+    const cJSON *records = NULL;
     cJSON *json = NULL;
-    bool schema_missing;
+    *json_out = NULL;
     int status = json_read_file(path, &json, err);
     if (status != AUDIT_OK)
         return status;
-    if ((status = document_schema_check(path, json, schema, version, &schema_missing, err)) < 0) {
+    status = document_schema_check(path, json, schema, current_version, NULL, err);
+    if (status == AUDIT_OK && strcmp(schema, REPORT_SCHEMA) == 0)
+        status = json_field_array(&reader, json, "$", KEY_RECORDS, FIELD_REQUIRED, &records);
+    if (status != AUDIT_OK) {
         cJSON_Delete(json);
         return status;
     }
-    if (schema_missing)
-        fprintf(stderr, "dsatopk-audit report: warning: %s has no schema field; reading it as %s\n",
-                path, schema);
     *json_out = json;
     return AUDIT_OK;
 }
@@ -120,8 +127,8 @@ static int run_report(int argc, char **argv)
     if (parsed != EXIT_AUDIT_OK)
         return parsed < 0 ? EXIT_AUDIT_OK : parsed;
 
-    int status = read_document(options.report_path, REPORT_SCHEMA, REPORT_SCHEMA_VERSION, &report,
-                               &err);
+    int status =
+        read_document(options.report_path, REPORT_SCHEMA, REPORT_SCHEMA_VERSION, &report, &err);
     if (status == AUDIT_OK && options.gate_path)
         status = read_document(options.gate_path, GATE_SCHEMA, GATE_SCHEMA_VERSION, &verdict, &err);
     bool unidentified = false;
@@ -129,15 +136,15 @@ static int run_report(int argc, char **argv)
         status = gate_verdict_check_report(verdict, options.gate_path, report,
                                            options.report_path, &unidentified, &err);
     if (unidentified)
-        fprintf(stderr, "dsatopk-audit report: warning: %s names no report it judged (no "
-                        "report_sha256, host or utc_time): drawn with %s as given\n",
-                options.gate_path, options.report_path);
+        cli_print_message(&cmd_report, "warning: %s names no report it judged (no report_sha256, "
+                          "host or utc_time): drawn with %s as given",
+                          options.gate_path, options.report_path);
     if (status == AUDIT_OK)
         status = html_report_write(options.output_path, report, verdict, &err);
     if (status != AUDIT_OK)
-        fprintf(stderr, "dsatopk-audit report: %s\n", err.message);
+        cli_print_message(&cmd_report, "%s", err.message);
     else if (strcmp(options.output_path, "-") != 0)
-        fprintf(stderr, "dsatopk-audit report: wrote %s\n", options.output_path);
+        cli_print_message(&cmd_report, "wrote %s", options.output_path);
     cJSON_Delete(report);
     cJSON_Delete(verdict);
     return status == AUDIT_OK ? EXIT_AUDIT_OK : audit_exit_code(status);

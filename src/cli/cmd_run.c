@@ -22,6 +22,7 @@
 #include "plugin.h"
 #include "report.h"
 #include "selection.h"
+#include "terminal_text.h"
 #include "topk_backends.h"
 #include "worker.h"
 
@@ -276,8 +277,7 @@ static int load_plugins(struct run_options *options)
         const struct topk_backend *backend = NULL;
         struct audit_error err = { 0 };
         if (plugin_load(options->plugin_paths[i], &backend, &err) < 0) {
-            fprintf(stderr, "dsatopk-audit run: --plugin %s: %s\n", options->plugin_paths[i],
-                    err.message);
+            cli_print_message(&cmd_run, "--plugin %s: %s", options->plugin_paths[i], err.message);
             return audit_exit_code(err.code);
         }
         if (!options->backends_text) {
@@ -339,7 +339,9 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
     unsigned long long value;
     int option;
     set_defaults(options);
-    while ((option = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+    bool help = false;
+    opterr = 0; /* messages come from cli_usage_error */
+    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
         switch (option) {
         case OPTION_BACKENDS:
             /* Resolved after the loop: it may name backends of --plugin files given later. */
@@ -446,9 +448,13 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
                 return cli_usage_error(&cmd_run, "--format: '%s' is not table or none", optarg);
             break;
         case OPTION_QUIET: options->quiet = true; break;
-        case 'h': cli_print_usage(&cmd_run, stdout); return EXIT_AUDIT_OK;
-        default: return cli_usage_error(&cmd_run, "unknown option (see --help)");
+        case 'h': help = true; break;
+        default: return cli_option_error(&cmd_run, option, argv);
         }
+    }
+    if (help) {
+        cli_print_usage(&cmd_run, stdout);
+        return EXIT_AUDIT_OK;
     }
     if (options->device_given && options->devices_text)
         return cli_usage_error(&cmd_run, "--device and --devices exclude each other");
@@ -485,9 +491,9 @@ static void show_progress(void *user, const struct audit_progress *progress)
     if (progress->passes > 1)
         snprintf(device, sizeof(device), "entry %zu (device %d) ", progress->pass,
                  progress->ordinal);
-    fprintf(stderr, "\r\033[K%s%s:%u %s %s %u/%u", device, slash ? slash + 1 : progress->file,
-            progress->record, progress->backend, progress->phase, progress->done,
-            progress->total);
+    fprintf(stderr, "\r\033[K%s%s:%u %s %s %u/%u", device,
+            terminal_safe(slash ? slash + 1 : progress->file), progress->record,
+            progress->backend, progress->phase, progress->done, progress->total);
     fflush(stderr);
 }
 
@@ -503,7 +509,7 @@ static void show_message(void *user, enum audit_message_kind kind, const char *t
     const struct run_front *front = user;
     if (kind == AUDIT_MESSAGE_NOTICE && front->options->quiet)
         return;
-    fprintf(stderr, "dsatopk-audit run: %s\n", text);
+    cli_print_message(&cmd_run, "%s", text);
 }
 
 static void show_pass(void *user, size_t pass, int ordinal, const struct gpu_device_info *device)
@@ -552,9 +558,10 @@ static int write_baseline(const struct run_options *options, const cJSON *report
         status = json_write_file(options->baseline_out, baseline, err);
     cJSON_Delete(baseline);
     if (status == AUDIT_OK && exit_code != EXIT_AUDIT_OK)
-        fprintf(stderr, "dsatopk-audit run: warning: the baseline %s comes from a run that exited "
-                        "%d; a golden baseline should come from a passing run\n",
-                options->baseline_out, exit_code);
+        cli_print_message(&cmd_run,
+                          "warning: the baseline %s comes from a run that exited "
+                          "%d; a golden baseline should come from a passing run",
+                          options->baseline_out, exit_code);
     return status;
 }
 
@@ -575,7 +582,7 @@ static void write_outputs(const struct run_options *options, const struct audit_
              html_report_write(options->html_out, result->report.root, NULL, &err) < 0)
         failed = "--html: ";
     if (failed) {
-        fprintf(stderr, "dsatopk-audit run: %s%s\n", failed, err.message);
+        cli_print_message(&cmd_run, "%s%s", failed, err.message);
         if (*exit_code < EXIT_BAD_INPUT)
             *exit_code = audit_exit_code(err.code);
         return;
@@ -584,9 +591,9 @@ static void write_outputs(const struct run_options *options, const struct audit_
         report_table_summary(front->table, &result->report,
                              report_on_stdout ? NULL : options->out_path);
         if (options->baseline_out)
-            fprintf(front->table, "# baseline: %s\n", options->baseline_out);
+            fprintf(front->table, "# baseline: %s\n", terminal_safe(options->baseline_out));
         if (options->html_out)
-            fprintf(front->table, "# html: %s\n", options->html_out);
+            fprintf(front->table, "# html: %s\n", terminal_safe(options->html_out));
     }
 }
 
@@ -677,7 +684,7 @@ static int run_run(int argc, char **argv)
     if (status == AUDIT_EUSAGE)
         cli_usage_error(&cmd_run, "%s", err.message);
     else if (status < 0)
-        fprintf(stderr, "dsatopk-audit run: %s\n", err.message);
+        cli_print_message(&cmd_run, "%s", err.message);
     else
         write_outputs(&options, &result, &front, &exit_code);
 done:

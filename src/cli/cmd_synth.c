@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "error.h"
 #include "synth.h"
+#include "terminal_text.h"
 
 static const char synth_usage[] =
     "usage: dsatopk-audit synth --family F [options] -o FILE\n"
@@ -199,6 +200,7 @@ static int run_synth(int argc, char **argv)
     const char *output = NULL;
     int option;
     opterr = 0; /* our own messages name the option */
+    bool help = false;
     while ((option = getopt_long(argc, argv, ":f:b:L:k:s:zao:h", options, NULL)) != -1) {
         unsigned long long value = 0;
         const char *name = NULL;
@@ -210,7 +212,7 @@ static int run_synth(int argc, char **argv)
         case 'o': output = optarg; continue;
         case OPTION_LIST: list = true; continue;
         case OPTION_REPAIR_TAIL: repair_tail = true; continue;
-        case 'h': cli_print_usage(&cmd_synth, stdout); return EXIT_AUDIT_OK;
+        case 'h': help = true; continue;
         case 's':
             if (cli_parse_uint(optarg, UINT64_C(1) << 53, &value) < 0)
                 return cli_usage_error(&cmd_synth, "--seed: '%s' is not an integer in [0, 2^53]",
@@ -254,14 +256,16 @@ static int run_synth(int argc, char **argv)
             target = &params.stride_pad;
             given_stride_pad = true;
             break;
-        case ':':
-            return cli_usage_error(&cmd_synth, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(&cmd_synth, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(&cmd_synth, option, argv);
         }
         if (cli_parse_uint(optarg, UINT32_MAX, &value) < 0)
             return cli_usage_error(&cmd_synth, "%s: '%s' is not an unsigned 32-bit integer", name,
                                    optarg);
         *target = (uint32_t)value;
+    }
+    if (help) {
+        cli_print_usage(&cmd_synth, stdout);
+        return EXIT_AUDIT_OK;
     }
     if (optind < argc)
         return cli_usage_error(&cmd_synth, "unexpected argument '%s'", argv[optind]);
@@ -318,16 +322,16 @@ static int run_synth(int argc, char **argv)
         goto error;
     if (tail.state != CAPTURE_READ_END)
         printf("%s: cut the damaged tail (%s) back to %" PRIu32 " record%s, %" PRIu64 " bytes\n",
-               output, tail.problem, tail.records, tail.records == 1 ? "" : "s",
+               terminal_safe(output), tail.problem, tail.records, tail.records == 1 ? "" : "s",
                tail.intact_bytes);
-    printf("%s: %s %s, %u rows x %u, k %u, seed %llu%s\n", output,
+    printf("%s: %s %s, %u rows x %u, k %u, seed %llu%s\n", terminal_safe(output),
            append ? "appended" : "wrote", params.family, record.rows, params.length, record.k,
            (unsigned long long)params.seed, compress ? ", zlib" : "");
     capture_record_free(&record);
     return EXIT_AUDIT_OK;
 error:
     capture_record_free(&record);
-    fprintf(stderr, "dsatopk-audit synth: %s\n", err.message);
+    cli_print_message(&cmd_synth, "%s", err.message);
     return audit_exit_code(status);
 }
 

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "engine_check.h"
 #include "error.h"
 #include "hash.h"
+#include "terminal_text.h"
 #include "version.h"
 
 static const struct cli_command *const command_table[] = {
@@ -60,15 +62,42 @@ static void remember_command_line(int argc, char **argv)
         command_line[sizeof(command_line) - 1] = '\0';
 }
 
+/* "dsatopk-audit[ NAME]: MESSAGE", the message escaped for the terminal (terminal_text.h). */
+static void print_message(const struct cli_command *command, const char *format, va_list args)
+{
+    char *text = NULL;
+    fprintf(stderr, "dsatopk-audit%s%s: ", command ? " " : "", command ? command->name : "");
+    if (vasprintf(&text, format, args) < 0)
+        text = NULL;
+    terminal_fputs(text ? text : format, stderr);
+    fputc('\n', stderr);
+    free(text);
+}
+
 int cli_usage_error(const struct cli_command *command, const char *format, ...)
 {
     va_list args;
-    fprintf(stderr, "dsatopk-audit %s: ", command ? command->name : "");
     va_start(args, format);
-    vfprintf(stderr, format, args);
+    print_message(command, format, args);
     va_end(args);
-    fprintf(stderr, "\n(see: dsatopk-audit help %s)\n", command ? command->name : "");
+    fprintf(stderr, "(see: dsatopk-audit %s%s)\n", command ? "help " : "--help",
+            command ? command->name : "");
     return EXIT_USAGE;
+}
+
+void cli_print_message(const struct cli_command *command, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    print_message(command, format, args);
+    va_end(args);
+}
+
+int cli_option_error(const struct cli_command *command, int option, char **argv)
+{
+    if (option == ':')
+        return cli_usage_error(command, "option '%s' needs a value", argv[optind - 1]);
+    return cli_usage_error(command, "unknown option '%s'", argv[optind - 1]);
 }
 
 void cli_print_usage(const struct cli_command *command, FILE *out)
@@ -156,7 +185,7 @@ static void print_help(FILE *out)
 {
     fprintf(out,
             "usage: dsatopk-audit [global options] <command> [options]\n"
-            "       dsatopk-audit help <command> | --help | --version\n\n"
+            "       dsatopk-audit help [<command>] | --help [<command>] | --version\n\n"
             "A determinism auditor and replay tool for DSA top-k selection kernels.\n\n"
             "global options:\n"
             "  --emulate-smem-per-sm BYTES  run and devices: act as if each SM had this much\n"
@@ -169,6 +198,16 @@ static void print_help(FILE *out)
         fprintf(out, "  %-10s %s\n", command_table[i]->name, command_table[i]->summary);
     fprintf(out, "\nexit codes: 0 ok, 1 audit or gate failure, 2 usage error, 3 bad input data,\n"
                  "            4 device or runtime failure\n");
+}
+
+/* help COMMAND, --help COMMAND. */
+static int print_command_help(const char *name)
+{
+    const struct cli_command *command = find_command(name);
+    if (!command)
+        return cli_usage_error(NULL, "no command '%s'", name);
+    cli_print_usage(command, stdout);
+    return EXIT_AUDIT_OK;
 }
 
 int main(int argc, char **argv)
@@ -189,11 +228,13 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     int option;
-    /* "+": stop at the first non-option, the command name. */
-    while ((option = getopt_long(argc, argv, "+hV", global_options, NULL)) != -1) {
+    bool help = false, version = false;
+    /* "+": stop at the first non-option, the command name; ":": missing values reported here. */
+    opterr = 0;
+    while ((option = getopt_long(argc, argv, "+:hV", global_options, NULL)) != -1) {
         switch (option) {
-        case 'h': print_help(stdout); return EXIT_AUDIT_OK;
-        case 'V': printf("dsatopk-audit %s\n", cli_version()); return EXIT_AUDIT_OK;
+        case 'h': help = true; break;
+        case 'V': version = true; break;
         case 'E':
             if (cli_parse_uint(optarg, 1ull << 32, &cli_globals.emulate_smem_per_sm) < 0)
                 return cli_usage_error(NULL, "--emulate-smem-per-sm: '%s' is not a byte count",
@@ -207,8 +248,23 @@ int main(int argc, char **argv)
             capture_set_max_record_bytes(bytes);
             break;
         }
-        default: print_help(stderr); return EXIT_USAGE;
+        default: return cli_option_error(NULL, option, argv);
         }
+    }
+    /* After every global option is parsed: an unknown one is exit 2 wherever it is. --help
+     * COMMAND is help COMMAND; anything else after --help or --version is refused, not ignored. */
+    if (help && optind + 1 == argc)
+        return print_command_help(argv[optind]);
+    if ((help || version) && optind < argc)
+        return cli_usage_error(NULL, "%s takes no argument ('%s')",
+                               help ? "--help" : "--version", argv[optind]);
+    if (help) {
+        print_help(stdout);
+        return EXIT_AUDIT_OK;
+    }
+    if (version) {
+        printf("dsatopk-audit %s\n", cli_version());
+        return EXIT_AUDIT_OK;
     }
     if (optind >= argc) {
         print_help(stderr);
@@ -220,18 +276,14 @@ int main(int argc, char **argv)
             print_help(stdout);
             return EXIT_AUDIT_OK;
         }
-        const struct cli_command *command = find_command(argv[optind + 1]);
-        if (!command) {
-            fprintf(stderr, "dsatopk-audit: no command '%s'\n", argv[optind + 1]);
-            return EXIT_USAGE;
-        }
-        cli_print_usage(command, stdout);
-        return EXIT_AUDIT_OK;
+        if (optind + 2 < argc)
+            return cli_usage_error(NULL, "help takes one command ('%s' is one too many)",
+                                   argv[optind + 2]);
+        return print_command_help(argv[optind + 1]);
     }
     const struct cli_command *command = find_command(name);
     if (!command) {
-        fprintf(stderr, "dsatopk-audit: no command '%s' (see: dsatopk-audit --help)\n", name);
-        return EXIT_USAGE;
+        return cli_usage_error(NULL, "no command '%s'", name);
     }
     int command_argc = argc - optind;
     char **command_argv = argv + optind;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "input_file.h"
+#include "json_strict.h"
 #include "output_file.h"
 
 cJSON *json_add_number(cJSON *object, const char *name, double value)
@@ -87,7 +88,8 @@ int json_write_file(const char *path, const cJSON *json, struct audit_error *err
     return status;
 }
 
-int json_read_file(const char *path, cJSON **json_out, struct audit_error *err)
+static int read_strict(const char *path, unsigned flags, cJSON **json_out,
+                       struct audit_error *err)
 {
     uint8_t *text = NULL;
     size_t size = 0;
@@ -96,13 +98,17 @@ int json_read_file(const char *path, cJSON **json_out, struct audit_error *err)
                                      &size, err);
     if (status < 0)
         return status;
-    const char *parse_end = NULL;
-    cJSON *json = cJSON_ParseWithLengthOpts((const char *)text, size, &parse_end, 0);
-    if (!json) {
-        long at = parse_end ? (long)(parse_end - (const char *)text) : 0;
-        status = audit_fail(err, AUDIT_EDATA, "%s: invalid JSON near byte %ld", path, at);
-    }
-    *json_out = json;
+    status = json_strict_parse((const char *)text, size, path, flags, json_out, err);
     free(text);
     return status;
+}
+
+int json_read_file(const char *path, cJSON **json_out, struct audit_error *err)
+{
+    return read_strict(path, JSON_STRICT_SCHEMA_VERSION, json_out, err);
+}
+
+int json_read_value_file(const char *path, cJSON **json_out, struct audit_error *err)
+{
+    return read_strict(path, 0, json_out, err);
 }

@@ -33,7 +33,11 @@ char *json_render(const cJSON *document, void (*table)(FILE *out, const cJSON *d
 #define JSON_MAX_DOCUMENT_BYTES ((uint64_t)1 << 30)
 
 /* Reads (input_file_read_all: regular files only, never blocking on a FIFO) and parses a whole
- * JSON file; AUDIT_EDATA names the file and the byte where parsing stopped. */
+ * JSON document of this tool (a report, baseline, verdict, policy, census ...) in the strict
+ * dialect of json_strict.h, its schema_version written in digits; AUDIT_EDATA names the file, the
+ * byte and the JSON path of the fault. */
 int json_read_file(const char *path, cJSON **json_out, struct audit_error *err);
+/* The same for any JSON value (import --metadata @FILE): schema_version is just a key. */
+int json_read_value_file(const char *path, cJSON **json_out, struct audit_error *err);
 
 #endif

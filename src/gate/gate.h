@@ -89,6 +89,13 @@ bool gate_rule_matches(const struct gate_rule *rule, const struct document_recor
  * to the end of that day (UTC). */
 bool gate_rule_expired(const struct gate_rule *rule, const char *now);
 
+/* Checks a policy time, "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM:SSZ" (UTC): digits where the pattern
+ * has them and a date and time that exist (month 1-12, the month's days with the Gregorian leap
+ * years, hours 0-23, minutes and seconds 0-59, a leap second 60 only at 23:59). Returns 0 and,
+ * when canonical is not NULL, writes the long form (a date alone is midnight) into its 21
+ * bytes; -1 for anything else ("2026-02-30", "2025-02-29", "24:00:00"). */
+int gate_time_parse(const char *text, char canonical[21]);
+
 /* The level and allowances in force for one record x backend: backends{} first, then the first
  * records[] entry naming a level (the more specific wins); allow lists add up. */
 struct gate_entry_rules {

@@ -49,21 +49,46 @@ void gate_policy_release(struct gate_policy *policy)
 }
 
 /* "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM:SSZ". */
-static bool is_policy_time(const char *text)
+static int digits(const char *text, size_t count)
+{
+    int value = 0;
+    for (size_t i = 0; i < count; i++)
+        value = value * 10 + (text[i] - '0');
+    return value;
+}
+
+int gate_time_parse(const char *text, char canonical[21])
 {
     static const char date_pattern[] = "dddd-dd-dd";
     static const char time_pattern[] = "dddd-dd-ddTdd:dd:ddZ";
+    static const int month_days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
     size_t length = strlen(text);
     const char *pattern = length == strlen(date_pattern)   ? date_pattern
                           : length == strlen(time_pattern) ? time_pattern
                                                            : NULL;
     if (!pattern)
-        return false;
+        return -1;
     for (size_t i = 0; i < length; i++) {
         if (pattern[i] == 'd' ? !isdigit((unsigned char)text[i]) : text[i] != pattern[i])
-            return false;
+            return -1;
     }
-    return true;
+    int year = digits(text, 4), month = digits(text + 5, 2), day = digits(text + 8, 2);
+    int hour = 0, minute = 0, second = 0;
+    if (pattern == time_pattern) {
+        hour = digits(text + 11, 2);
+        minute = digits(text + 14, 2);
+        second = digits(text + 17, 2);
+    }
+    if (month < 1 || month > 12)
+        return -1;
+    bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    int days = month_days[month - 1] + (month == 2 && leap);
+    if (day < 1 || day > days || hour > 23 || minute > 59 ||
+        second > (hour == 23 && minute == 59 ? 60 : 59))
+        return -1;
+    if (canonical) /* already in the long form's digits: a date alone gains midnight */
+        snprintf(canonical, 21, "%.10s%s", text, pattern == time_pattern ? text + 10 : "T00:00:00Z");
+    return 0;
 }
 
 /* Refuses keys a policy entry does not know (a typo would otherwise silently do nothing). */
@@ -153,10 +178,11 @@ static int parse_rule_effect(const struct json_reader *reader, const cJSON *json
         status = json_field_error(reader, path, KEY_MATCH, "only meaningful with tolerate");
     if (status == AUDIT_OK)
         status = json_field_string(reader, json, path, KEY_UNTIL, FIELD_OPTIONAL, &rule->until);
-    if (status == AUDIT_OK && rule->until && !is_policy_time(rule->until))
+    if (status == AUDIT_OK && rule->until && gate_time_parse(rule->until, NULL) < 0)
         status =
             json_field_error(reader, path, KEY_UNTIL,
-                             "'%s' is not YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ (UTC)", rule->until);
+                             "'%s' is not a date YYYY-MM-DD or a time "
+                             "YYYY-MM-DDTHH:MM:SSZ (UTC) that exists", rule->until);
     return status;
 }
 

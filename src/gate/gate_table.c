@@ -5,14 +5,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "terminal_text.h"
+
 /* Reasons and rows shown per entry in the table (the verdict JSON has them all). */
 #define GATE_TABLE_REASONS 6
 #define GATE_TABLE_ROWS 12
 
+/* A string of the verdict as the table shows it: escaped for the terminal (terminal_text.h;
+ * at most TERMINAL_SAFE_SLOTS of them in use at once), since paths, hosts, reasons and policy
+ * text come from files. */
 static const char *string_of(const cJSON *object, const char *key, const char *fallback)
 {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
-    return cJSON_IsString(item) ? item->valuestring : fallback;
+    return cJSON_IsString(item) ? terminal_safe(item->valuestring) : fallback;
 }
 
 static double number_of(const cJSON *object, const char *key)
@@ -70,7 +75,7 @@ static void print_entry(FILE *out, const cJSON *entry)
                     cJSON_GetArraySize(reasons));
             break;
         }
-        fprintf(out, shown ? "  %-64s %s\n" : "%s %s\n", "", reason->valuestring);
+        fprintf(out, shown ? "  %-64s %s\n" : "%s %s\n", "", terminal_safe(reason->valuestring));
         shown++;
     }
     if (shown == 0)
@@ -80,7 +85,7 @@ static void print_entry(FILE *out, const cJSON *entry)
     cJSON_ArrayForEach(note, cJSON_GetObjectItemCaseSensitive(entry, KEY_NOTES)) {
         if (shown++ == GATE_TABLE_REASONS)
             break;
-        fprintf(out, "  %-64s note: %s\n", "", note->valuestring);
+        fprintf(out, "  %-64s note: %s\n", "", terminal_safe(note->valuestring));
     }
     print_rows(out, cJSON_GetObjectItemCaseSensitive(entry, KEY_ROWS));
 }
@@ -111,9 +116,9 @@ void gate_table_print(FILE *out, const cJSON *verdict, const char *verdict_path)
                 number_of(summary, gate_status_name(GATE_MISSING)));
         const cJSON *reason;
         cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(report, KEY_REPORT_REASONS))
-            fprintf(out, "  %-10s %s\n", "REPORT", reason->valuestring);
+            fprintf(out, "  %-10s %s\n", "REPORT", terminal_safe(reason->valuestring));
         cJSON_ArrayForEach(reason, cJSON_GetObjectItemCaseSensitive(report, KEY_REPORT_NOTES))
-            fprintf(out, "  %-10s %s\n", "NOTE", reason->valuestring);
+            fprintf(out, "  %-10s %s\n", "NOTE", terminal_safe(reason->valuestring));
         const cJSON *entry;
         cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(report, KEY_ENTRIES))
             if (strcmp(string_of(entry, KEY_STATUS, gate_status_name(GATE_PASS)),
@@ -140,5 +145,5 @@ void gate_table_print(FILE *out, const cJSON *verdict, const char *verdict_path)
             number_of(summary, gate_status_name(GATE_PASS)), number_of(summary, KEY_ENTRIES),
             number_of(summary, KEY_REPORTS), number_of(summary, KEY_FAILING_REPORTS));
     if (verdict_path)
-        fprintf(out, "# verdict: %s\n", verdict_path);
+        fprintf(out, "# verdict: %s\n", terminal_safe(verdict_path));
 }

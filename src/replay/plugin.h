@@ -63,10 +63,11 @@ struct dsatopk_plugin_shape {
  * index. */
 struct dsatopk_plugin_problem {
     struct dsatopk_plugin_shape shape;
-    const float *scores;               /* rows * row_stride */
+    const float *scores;               /* rows * row_stride; never NULL, even when that is 0 */
     const int32_t *lengths;            /* rows */
     const int32_t *row_starts;         /* rows, or NULL */
-    const int32_t *page_table;         /* rows * page_table_cols, or NULL */
+    const int32_t *page_table;         /* rows * page_table_cols (never NULL with a page table,
+                                          * even of 0 columns), or NULL: none */
     uint64_t page_table_cols;
     const int32_t *page_table_row_starts; /* rows, or NULL (all zero) */
     int32_t *out;

@@ -3,7 +3,6 @@
  * goes to result->time (docs/REPORT.md "time_breakdown_ms"). Host C over the CUDA runtime. */
 #include "replay.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda_check.h"
+#include "output_file.h"
 #include "output_hash.h"
 #include "selection.h"
 #include "tally_queue.h"
@@ -239,10 +239,12 @@ void replay_input_free(struct replay_input *input)
     free(input);
 }
 
+/* A present array gets a device pointer even when it holds no element (row_stride 0, a page
+ * table of no column): a plugin sees NULL only for an absent array (plugin.h). */
 static int upload_array(void **device_pointer, const void *host, size_t bytes, const char *what,
                         struct audit_error *err)
 {
-    int status = device_alloc(device_pointer, bytes, what, NULL, err);
+    int status = device_alloc(device_pointer, bytes ? bytes : sizeof(int32_t), what, NULL, err);
     if (status < 0 || bytes == 0)
         return status;
     CUDA_TRY(cudaMemcpy(*device_pointer, host, bytes, cudaMemcpyHostToDevice), err);
@@ -482,30 +484,28 @@ static int fetch_row_hashes(struct replay_device *device, const struct launch_bu
 /* ---- dumps ---------------------------------------------------------------------------------- */
 
 /* DIR/<stem>-r<record>-<backend>-rep<NN>.bin (graph: -graph-rep<NN>): the raw little-endian
- * int32 output, so that sha256sum of the file equals the reported output_sha256. */
+ * int32 output, so that sha256sum of the file equals the reported output_sha256. Written as every
+ * output is (output_file.h): complete or not at all, a device or FIFO written through. */
 static int dump_output(const struct replay_options *options, const char *backend, const char *phase,
                        uint32_t rep, const int32_t *out, size_t count, struct audit_error *err)
 {
     char path[4096];
-    int status = AUDIT_OK;
     if (snprintf(path, sizeof(path), "%s/%s-r%u-%s-%srep%02u.bin", options->dump_dir,
                  options->dump_stem, options->record_index, backend, phase, rep) >=
         (int)sizeof(path))
         return audit_fail(err, AUDIT_EIO, "%s: dump path too long", options->dump_dir);
-    FILE *file = fopen(path, "wb");
-    if (!file)
-        return audit_fail(err, AUDIT_EIO, "%s: cannot create: %s", path, strerror(errno));
+    unsigned char *bytes = malloc(count * 4 + 1);
+    if (!bytes)
+        return audit_fail(err, AUDIT_ENOMEM, "%s: out of memory", path);
     for (size_t i = 0; i < count; i++) {
         uint32_t v = (uint32_t)out[i];
-        unsigned char le[4] = { (unsigned char)v, (unsigned char)(v >> 8),
-                                (unsigned char)(v >> 16), (unsigned char)(v >> 24) };
-        if (fwrite(le, 1, 4, file) != 4) {
-            status = audit_fail(err, AUDIT_EIO, "%s: write failed: %s", path, strerror(errno));
-            break;
-        }
+        bytes[4 * i] = (unsigned char)v;
+        bytes[4 * i + 1] = (unsigned char)(v >> 8);
+        bytes[4 * i + 2] = (unsigned char)(v >> 16);
+        bytes[4 * i + 3] = (unsigned char)(v >> 24);
     }
-    if (fclose(file) != 0 && status == AUDIT_OK)
-        status = audit_fail(err, AUDIT_EIO, "%s: close failed: %s", path, strerror(errno));
+    int status = output_file_write_all(path, bytes, count * 4, err);
+    free(bytes);
     return status;
 }
 

@@ -7,6 +7,7 @@
 
 #include "json_util.h"
 #include "report.h"
+#include "terminal_text.h"
 
 /* Wrong rows the terminal table describes index by index; indices per list on such a line. */
 #define TABLE_WRONG_ROWS 8u
@@ -316,7 +317,7 @@ void report_engine_table_lines(FILE *out, const char *where, const char *shape,
     if (result->verdict.verdict != VERDICT_FAIL)
         return;
     for (unsigned r = 0; r < result->verdict.reason_count; r++)
-        fprintf(out, "  %-28s   %s\n", "", result->verdict.reasons[r]);
+        fprintf(out, "  %-28s   %s\n", "", terminal_safe(result->verdict.reasons[r]));
     for (size_t i = 0; i < judgement->detail_count && i < TABLE_WRONG_ROWS; i++)
         table_wrong_row(out, &judgement->details[i], source_rows);
     const uint64_t wrong = judgement->class_rows[ENGINE_ROW_WRONG];

@@ -164,28 +164,39 @@ void json_path_join(char *out, size_t size, const char *path, const char *key, l
         memcpy(out + size - 4, "...", 4);
 }
 
+/* "versions 1 to 3", or "version 1" where one is read. */
+static void readable_versions(int current, char *text, size_t size)
+{
+    if (current == SCHEMA_VERSION_OLDEST_READ)
+        snprintf(text, size, "version %d", current);
+    else
+        snprintf(text, size, "versions %d to %d", SCHEMA_VERSION_OLDEST_READ, current);
+}
+
 int json_field_schema_version(const struct json_reader *reader, const cJSON *root, const char *path,
                               const char *schema, enum field_need need, int current,
                               uint64_t *version)
 {
+    char readable[48];
+    readable_versions(current, readable, sizeof(readable));
+    /* Any integer above current is newer, however large (the strict parser leaves the value
+     * to this check). */
+    const cJSON *item = json_member(root, KEY_SCHEMA_VERSION);
+    if (cJSON_IsNumber(item) && isfinite(item->valuedouble) && item->valuedouble > current &&
+        item->valuedouble == floor(item->valuedouble)) {
+        *version = (uint64_t)current;
+        return json_field_error(reader, path, KEY_SCHEMA_VERSION,
+                                "%s%sversion %.0f is newer than this tool reads (%s): read it "
+                                "with the dsatopk-audit that wrote it, or a newer one",
+                                schema ? schema : "", schema ? " " : "", item->valuedouble,
+                                readable);
+    }
     int status = json_field_count(reader, root, path, KEY_SCHEMA_VERSION, need, UINT32_MAX,
                                   (uint64_t)current, version);
     if (status < 0)
         return status;
-    if (*version >= SCHEMA_VERSION_OLDEST_READ && *version <= (uint64_t)current)
+    if (*version >= SCHEMA_VERSION_OLDEST_READ)
         return AUDIT_OK;
-    char readable[48];
-    if (current == SCHEMA_VERSION_OLDEST_READ)
-        snprintf(readable, sizeof(readable), "version %d", current);
-    else
-        snprintf(readable, sizeof(readable), "versions %d to %d", SCHEMA_VERSION_OLDEST_READ,
-                 current);
-    if (*version > (uint64_t)current)
-        return json_field_error(reader, path, KEY_SCHEMA_VERSION,
-                                "%s%sversion %llu is newer than this tool reads (%s): read it "
-                                "with the dsatopk-audit that wrote it, or a newer one",
-                                schema ? schema : "", schema ? " " : "",
-                                (unsigned long long)*version, readable);
     return json_field_error(reader, path, KEY_SCHEMA_VERSION,
                             "%s%sversion %llu: this tool reads %s", schema ? schema : "",
                             schema ? " " : "", (unsigned long long)*version, readable);
@@ -195,21 +206,23 @@ int document_schema_check(const char *path, const cJSON *root, const char *schem
                           int current_version, bool *schema_missing, struct audit_error *err)
 {
     struct json_reader reader = { path, err };
+    const enum field_need need = schema_missing ? FIELD_OPTIONAL : FIELD_REQUIRED;
+    const char *found = NULL;
     uint64_t version;
-    *schema_missing = false;
+    if (schema_missing)
+        *schema_missing = false;
     if (!cJSON_IsObject(root))
         return audit_fail(err, AUDIT_EDATA, "%s: not a JSON object (expected a %s document)", path,
                           schema);
-    const cJSON *found = json_member(root, KEY_SCHEMA);
-    if (found && !cJSON_IsString(found))
-        return audit_fail(err, AUDIT_EDATA, "%s: the %s field is not a string (expected %s)", path,
-                          KEY_SCHEMA, schema);
-    if (found && strcmp(found->valuestring, schema) != 0)
-        return audit_fail(err, AUDIT_EDATA, "%s: %s \"%.200s\" is not %s", path, KEY_SCHEMA,
-                          found->valuestring, schema);
-    *schema_missing = !found;
-    return json_field_schema_version(&reader, root, "$", schema, FIELD_OPTIONAL, current_version,
-                                     &version);
+    int status = json_field_string(&reader, root, "$", KEY_SCHEMA, need, &found);
+    if (status < 0)
+        return status;
+    if (found && strcmp(found, schema) != 0)
+        return audit_fail(err, AUDIT_EDATA, "%s: %s \"%.200s\" is not %s", path, KEY_SCHEMA, found,
+                          schema);
+    if (schema_missing)
+        *schema_missing = !found;
+    return json_field_schema_version(&reader, root, "$", schema, need, current_version, &version);
 }
 
 bool report_row_number(const cJSON *item, uint32_t *row)
@@ -939,6 +952,20 @@ static enum file_match match_file(const cJSON *file, const char *capture, const 
     return strcmp(path_base_name(path), path_base_name(capture)) == 0 ? MATCH_NAME : MATCH_NONE;
 }
 
+/* Hands query->payload the payload_sha256 the report gives record index (at position), where
+ * the entry has one: extract holds the capture's record to it. */
+static int record_payload(struct report_row_query *query, const cJSON *entry, int position,
+                          uint32_t index, struct audit_error *err)
+{
+    const cJSON *payload = json_member(entry, KEY_PAYLOAD_SHA256);
+    if (!query->payload || !payload)
+        return AUDIT_OK;
+    if (!cJSON_IsString(payload) || !json_is_hex_hash(payload->valuestring))
+        return audit_fail(err, AUDIT_EDATA, "%s: records[%d].%s: not a lower-case hex SHA-256",
+                          query->report_path, position, KEY_PAYLOAD_SHA256);
+    return query->payload(query->context, index, payload->valuestring, err);
+}
+
 /* The rows of the records whose file matches capture as wanted; *any_record: some did;
  * *ambiguous: file-name matches name several files. */
 static int named_rows_matching(struct report_row_query *query, const cJSON *records,
@@ -963,6 +990,8 @@ static int named_rows_matching(struct report_row_query *query, const cJSON *reco
                               query->report_path, position);
         index = (uint32_t)json_member(entry, KEY_INDEX)->valuedouble;
         *any_record = true;
+        if ((status = record_payload(query, entry, position, index, err)) < 0)
+            return status;
         const cJSON *engine = json_member(entry, KEY_ENGINE);
         if (!query->backend || strcmp(query->backend, KEY_ENGINE) == 0) {
             char where[256];

@@ -66,9 +66,11 @@ int json_field_schema_version(const struct json_reader *reader, const cJSON *roo
                               const char *schema, enum field_need need, int current,
                               uint64_t *version);
 /* For a command that reads a document whole (report's HTML page, extract --from-report):
- * AUDIT_EDATA naming path unless root is an object whose "schema" is schema (an absent one is
- * accepted and sets *schema_missing: a hand-written file) and whose schema_version is one this
- * tool reads, SCHEMA_VERSION_OLDEST_READ to current_version (an absent one reads as current). */
+ * AUDIT_EDATA naming path and the JSON path unless root is an object whose "schema" is schema
+ * and whose schema_version is one this tool reads, SCHEMA_VERSION_OLDEST_READ to current_version
+ * (a newer one: "SCHEMA version N is newer than this tool reads"). With schema_missing NULL
+ * both fields are required; else an absent schema is accepted and sets *schema_missing (a
+ * hand-written file) and an absent schema_version reads as current. */
 int document_schema_check(const char *path, const cJSON *root, const char *schema,
                           int current_version, bool *schema_missing, struct audit_error *err);
 /* out = path.key, or path.key[index] for index >= 0; a path too long for out ends in "...". */
@@ -210,11 +212,17 @@ void report_document_release(struct report_document *document);
 /* Receives one row a report names, of record (its index in the capture). */
 typedef int (*report_row_fn)(void *context, uint32_t record, uint32_t row, struct audit_error *err);
 
+/* Receives the payload_sha256 (64 lower-case hex digits) the report gives a record of the
+ * capture. */
+typedef int (*report_payload_fn)(void *context, uint32_t record, const char *payload_sha256,
+                                 struct audit_error *err);
+
 struct report_row_query {
     const char *report_path;  /* names the report in messages */
     const char *capture_path; /* the capture whose records are wanted */
     const char *backend;      /* only this backend's rows; NULL: every backend's */
     report_row_fn add;
+    report_payload_fn payload; /* optional: each matched record's payload_sha256, if it has one */
     void *context;
     /* out */
     bool schema_missing; /* the report has no "schema": read as a run report */

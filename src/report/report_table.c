@@ -6,6 +6,7 @@
 
 #include "report.h"
 #include "report_read.h"
+#include "terminal_text.h"
 
 void report_table_header(FILE *out)
 {
@@ -52,7 +53,7 @@ void report_table_lines(FILE *out, const struct record_result *record,
 {
     const struct capture_record *capture = record->record;
     char where[64], shape[40];
-    snprintf(where, sizeof(where), "%s:%u", base_name(record->file), capture->index);
+    snprintf(where, sizeof(where), "%s:%u", terminal_safe(base_name(record->file)), capture->index);
     snprintf(shape, sizeof(shape), "%u x %d", capture->rows, report_record_max_length(capture));
     for (size_t i = 0; i < record->backend_count; i++) {
         const struct backend_result *result = &record->backends[i];
@@ -68,7 +69,7 @@ void report_table_lines(FILE *out, const struct record_result *record,
         }
         if (verdicts[i].verdict == VERDICT_FAIL)
             for (unsigned r = 0; r < verdicts[i].reason_count; r++)
-                fprintf(out, "  %-28s   %s\n", "", verdicts[i].reasons[r]);
+                fprintf(out, "  %-28s   %s\n", "", terminal_safe(verdicts[i].reasons[r]));
     }
 }
 
@@ -77,7 +78,8 @@ void report_table_engine_lines(FILE *out, const struct record_result *record)
     char where[64], shape[40];
     if (!record->engine)
         return;
-    snprintf(where, sizeof(where), "%s:%u", base_name(record->file), record->record->index);
+    snprintf(where, sizeof(where), "%s:%u", terminal_safe(base_name(record->file)),
+             record->record->index);
     snprintf(shape, sizeof(shape), "%u x %d", record->record->rows,
              report_record_max_length(record->record));
     report_engine_table_lines(out, where, shape, record->engine, record->source_rows);
@@ -131,7 +133,7 @@ void report_table_summary(FILE *out, const struct run_report *report, const char
                                  &report->time_by_backend[i].time);
     }
     if (report_path)
-        fprintf(out, "# report: %s\n", report_path);
+        fprintf(out, "# report: %s\n", terminal_safe(report_path));
 }
 
 void report_time_line(FILE *out, const char *label, const struct time_breakdown *time)
@@ -159,7 +161,7 @@ void report_table_cross_device(FILE *out, const cJSON *block, const char *device
         const cJSON *file = json_member(entry, KEY_FILE), *index = json_member(entry, KEY_INDEX);
         const cJSON *name = json_member(entry, KEY_NAME), *level = json_member(entry, KEY_LEVEL);
         fprintf(out, "  cross-device %s:%.0f %s %s: the devices disagree:",
-                cJSON_IsString(file) ? file->valuestring : "?",
+                cJSON_IsString(file) ? terminal_safe(file->valuestring) : "?",
                 cJSON_IsNumber(index) ? index->valuedouble : 0,
                 cJSON_IsString(name) ? name->valuestring : "?",
                 cJSON_IsString(level) ? level->valuestring : "?");
@@ -174,7 +176,7 @@ void report_table_cross_device(FILE *out, const cJSON *block, const char *device
     const cJSON *summary = json_member(block, KEY_SUMMARY);
     fprintf(out, "# cross-device (%s): %.0f record x backend(s) compared, %.0f agree, "
                  "%.0f disagree, %.0f required disagreement(s)\n",
-            devices_label, cJSON_GetNumberValue(json_member(summary, KEY_COMPARED)),
+            terminal_safe(devices_label), cJSON_GetNumberValue(json_member(summary, KEY_COMPARED)),
             cJSON_GetNumberValue(json_member(summary, KEY_AGREE)),
             cJSON_GetNumberValue(json_member(summary, KEY_DISAGREE)),
             cJSON_GetNumberValue(json_member(summary, KEY_REQUIRED_DISAGREEMENTS)));

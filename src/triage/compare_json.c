@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "json_util.h"
+#include "terminal_text.h"
 
 static cJSON *groups_json(const int *groups, size_t run_count)
 {
@@ -178,11 +179,11 @@ void compare_table(FILE *out, const struct compare_result *result)
             result->by_call ? "by metadata (rank, layer, step, call, request_id, request)"
                             : "by position");
     if (!result->by_call)
-        fprintf(out, "#   (not by call: %s)\n", result->alignment_reason);
+        fprintf(out, "#   (not by call: %s)\n", terminal_safe(result->alignment_reason));
     for (size_t r = 0; r < result->run_count; r++)
-        fprintf(out, "#   run %zu: %s (%zu records)%s%s\n", r, result->runs[r].path,
+        fprintf(out, "#   run %zu: %s (%zu records)%s%s\n", r, terminal_safe(result->runs[r].path),
                 result->runs[r].count, result->runs[r].read_error ? ": " : "",
-                result->runs[r].read_error ? result->runs[r].error : "");
+                result->runs[r].read_error ? terminal_safe(result->runs[r].error) : "");
     fprintf(out, "# groups per run (a = the first run's; . absent, - no engine selection)\n");
     int width = (int)result->run_count > 6 ? (int)result->run_count : 6;
     fprintf(out, "%-28s %-*s %-*s %-*s %10s %10s %10s  %s\n", "call", width, "scores", width,
@@ -191,7 +192,7 @@ void compare_table(FILE *out, const struct compare_result *result)
         const struct compare_call *call = &result->calls[c];
         if (!call->comparable)
             continue;
-        fprintf(out, "%-28s", call->label);
+        fprintf(out, "%-28s", terminal_safe(call->label));
         compare_groups_text(call->score_group, result->run_count, groups);
         fprintf(out, " %-*s", width, groups);
         compare_groups_text(call->exact_group, result->run_count, groups);
@@ -212,7 +213,7 @@ void compare_table(FILE *out, const struct compare_result *result)
                 continue;
             const struct compare_entry *entry = &result->runs[r].entries[call->entry[r]];
             if (!entry->engine_judged) {
-                fprintf(out, "; run %zu: %s", r, entry->engine_error);
+                fprintf(out, "; run %zu: %s", r, terminal_safe(entry->engine_error));
                 continue;
             }
             fprintf(out, "; run %zu's engine wrong on %" PRIu64 " row(s), row %u missing", r,
@@ -224,8 +225,8 @@ void compare_table(FILE *out, const struct compare_result *result)
     }
     for (size_t c = 0; c < result->call_count; c++)
         if (!result->calls[c].comparable)
-            fprintf(out, "not comparable: %s: %s\n", result->calls[c].label,
-                    result->calls[c].reason);
+            fprintf(out, "not comparable: %s: %s\n", terminal_safe(result->calls[c].label),
+                    terminal_safe(result->calls[c].reason));
     char text[512];
     compare_summary_text(result, text, sizeof(text));
     fprintf(out, "summary: %s\n", text);

@@ -323,16 +323,14 @@ static const struct compare_entry *entry_of(const struct compare_result *result,
 /* Whether the call is present in every run with one shape; reason says why not. */
 static bool check_comparable(const struct compare_result *result, struct compare_call *call)
 {
-    char missing[COMPARE_REASON_BYTES] = "";
+    static const char prefix[] = "missing in run ";
     size_t used = 0;
     for (size_t r = 0; r < result->run_count; r++)
-        if (call->entry[r] < 0 && used + 80 < sizeof(missing))
-            used += (size_t)snprintf(missing + used, sizeof(missing) - used, "%s%zu (%s)",
-                                     used ? ", " : "", r, result->runs[r].path);
-    if (used) {
-        snprintf(call->reason, sizeof(call->reason), "missing in run %s", missing);
+        if (call->entry[r] < 0 && used + 80 < sizeof(call->reason))
+            used += (size_t)snprintf(call->reason + used, sizeof(call->reason) - used, "%s%zu (%s)",
+                                     used ? ", " : prefix, r, result->runs[r].path);
+    if (used)
         return false;
-    }
     const struct compare_entry *first = entry_of(result, call, 0);
     for (size_t r = 1; r < result->run_count; r++) {
         const struct compare_entry *entry = entry_of(result, call, r);

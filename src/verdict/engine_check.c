@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "document_keys.h"
+#include "json_strict.h"
 
 /* ---- the contract ---------------------------------------------------------------------------- */
 
@@ -106,12 +107,18 @@ int engine_contract_parse(const char *json_text, const char *where,
                           enum engine_contract_source source, struct engine_contract *contract,
                           struct audit_error *err)
 {
-    cJSON *object = json_text ? cJSON_Parse(json_text) : NULL;
-    if (!object)
-        return audit_fail(err, AUDIT_EUSAGE, "%s: '%.200s' is not JSON (expected "
-                          "{\"order\": \"sorted\", \"tie_break\": \"small\"} or similar)", where,
-                          json_text ? json_text : "");
-    int status = contract_from_object(object, where, source, contract, err);
+    if (!json_text)
+        return audit_fail(err, AUDIT_EUSAGE, "%s: no contract (expected {\"order\": \"sorted\", "
+                          "\"tie_break\": \"small\"} or similar)", where);
+    /* The strict dialect of docs/FORMAT.md "JSON", as every reader; an option's or metadata
+     * field's text that is not JSON is a usage error here (the caller picks the exit code). */
+    cJSON *object = NULL;
+    int status = json_strict_parse(json_text, strlen(json_text), where, 0, &object, err);
+    if (status == AUDIT_EDATA)
+        err->code = status = AUDIT_EUSAGE;
+    if (status < 0)
+        return status;
+    status = contract_from_object(object, where, source, contract, err);
     cJSON_Delete(object);
     return status;
 }

@@ -125,6 +125,26 @@ expect_exit 0 "a report naming the capture relative to another directory" -- \
     "$AUDIT" extract "$IN" --from-report "$D/relative.json" -o "$D/rel.bin"
 check "matched by file name" "$IN" "$D/rel.bin" '[[0, [1, 2, 4]], [2, [0, 3, 5]]]'
 
+# The report's payload_sha256 of a record must be the capture's: other bytes, other rows.
+"$AUDIT" inspect --format json -o "$D/inspect.json" "$IN" >/dev/null 2>&1
+"$PYTHON" - "$D/inspect.json" "$D/report.json" "$D/hashed.json" "$D/stale.json" <<'EOF2'
+import json, sys
+hashes = [r["payload_sha256"] for r in json.load(open(sys.argv[1]))["files"][0]["records"]]
+report = json.load(open(sys.argv[2]))
+for entry in report["records"][:3]:
+    entry["payload_sha256"] = hashes[entry["index"]]
+json.dump(report, open(sys.argv[3], "w"))
+report["records"][2]["payload_sha256"] = "ab" * 32
+json.dump(report, open(sys.argv[4], "w"))
+EOF2
+expect_exit 0 "a report whose payload hashes are the capture's" -- \
+    "$AUDIT" extract "$IN" --from-report "$D/hashed.json" -o "$D/hashed.bin"
+check "the same rows as without hashes" "$IN" "$D/hashed.bin" '[[0, [1, 2, 4]], [2, [0, 3, 5]]]'
+expect_exit 3 "a report whose payload_sha256 is not the capture record's" -- \
+    "$AUDIT" extract "$IN" --from-report "$D/stale.json" -o "$D/x.bin"
+expect_grep "stale\.json gives record 2 payload_sha256 (ab){32}, but record 2 of .*in\.bin has payload_sha256 [0-9a-f]{64}" \
+    "$TMP/err" "the message names the record and both hashes"
+
 # ---- refusals ----
 expect_exit 2 "--rows past the record" -- "$AUDIT" extract "$IN" --rows 6 -o "$D/x.bin"
 expect_grep "row 6 is out of range: record 0 of .* has 6 rows" "$TMP/err" "the message names the row and record"

@@ -174,7 +174,7 @@ expect_grep 'broken.json: \$\.records\[1\]\.backends\[3\]\.output_sha256_per_rep
     "$TMP/err" "the message names the file and the JSON path"
 echo '{"schema": "dsatopk-audit/report", ' >"$TMP/truncated.json"
 expect_exit 3 "a report that is not JSON" -- "$AUDIT" gate --baseline "$G" --out "$V" "$TMP/truncated.json"
-expect_grep 'truncated.json: invalid JSON' "$TMP/err" "the message names the file"
+expect_grep 'truncated.json: byte 36, at \$: the text ends where a key' "$TMP/err" "the message names the file, the byte and the JSON path"
 expect_exit 3 "a missing report" -- "$AUDIT" gate --baseline "$G" --out "$V" "$TMP/nope.json"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); j["schema_version"]=2; json.dump(j, open(sys.argv[2],"w"))' "$G" "$TMP/v2.json"
 expect_exit 3 "a report of schema version 2" -- "$AUDIT" gate --baseline "$G" --out "$V" "$TMP/v2.json"
@@ -188,6 +188,12 @@ expect_grep 'typo.json: policy.backends.radix.levle: unknown key' "$TMP/err" "th
 expect_exit 2 "no --baseline" -- "$AUDIT" gate "$G"
 expect_exit 2 "no report" -- "$AUDIT" gate --baseline "$G"
 expect_exit 2 "--now malformed" -- "$AUDIT" gate --baseline "$G" --now yesterday "$G"
+for bad in 2026-02-30 2025-02-29 2026-04-31 2026-01-01T24:00:00Z 2026-01-01T10:61:00Z; do
+    expect_exit 2 "--now $bad does not exist" -- "$AUDIT" gate --baseline "$G" --now "$bad" "$G"
+done
+expect_grep "now: '2026-01-01T10:61:00Z' is not a date YYYY-MM-DD or a time" "$TMP/err" "the message names --now and the value"
+expect_exit 0 "--now 2024-02-29 (a leap day)" -- \
+    "$AUDIT" gate --baseline "$G" --now 2024-02-29 --out "$TMP/leap.json" "$G"
 expect_exit 2 "--format unknown" -- "$AUDIT" gate --baseline "$G" --format html "$G"
 expect_exit 0 "gate --help" -- "$AUDIT" gate --help
 expect_grep 'policy' "$TMP/out" "help mentions the policy"

@@ -2,8 +2,8 @@
 # The capture package (tools/python/, dsatopk-capture) against the C tool, both ways: it installs into
 # a fresh virtual environment and its unittest suites pass there (tools/python/tests: the format, the
 # hook, the SGLang and vLLM recipes); what CaptureHook writes (engine indices, row starts, a page
-# table, zlib) is read by `inspect --verify` with the SHA-256 that hashlib computes over the
-# appended bytes and replayed by `run`; what `synth` writes is read by the package and encoded
+# table, zlib, zlib compressed in parallel chunks) is read by `inspect --verify` with the SHA-256
+# that hashlib computes over the appended bytes and replayed by `run`; what `synth` writes is read by the package and encoded
 # again byte for byte; kill -9 of a capturing process, repeated, leaves every earlier record
 # readable, and the hook then refuses to append after the torn record (or cuts it when asked);
 # two processes sharing one file through the fcntl lock leave a valid file (and, as the control
@@ -133,6 +133,37 @@ grep -v '^hashes match$' "$TMP/compare.txt" | sed 's/^/    /'
 expect_exit 0 "run replays the package's records" -- "$AUDIT" run --quiet --reps 1 --out "$TMP/run.json" "$CAP"
 json_check "$TMP/run.json" 'len(j["records"]) == 3 and j["input_errors"] == [] and all(r["flags"]["engine_indices"] for r in j["records"]) and j["records"][2]["flags"]["page_table"]' \
     "run: three records with engine indices, no input error"
+
+# ---- zlib in parallel chunks: still one stream, which the C tool inflates -------------------------
+cat >"$TMP/chunks.py" <<'EOF'
+import hashlib, sys, zlib
+import numpy as np
+from dsatopk_capture import CaptureHook, encode_record, read_records
+path = sys.argv[1]
+scores = np.maximum(np.random.default_rng(3).standard_normal((3, 200000)), 0).astype(np.float32)
+lengths = [200000, 150000, 7]
+hook = CaptureHook(path, rank=0, compress=True, compress_threads=2, compress_level=1)
+hook.capture(scores, lengths, 16, layer=5)
+hook.close()
+(record,) = read_records(path)
+with open(path, "rb") as f:
+    data = f.read()
+single = encode_record(scores, lengths, 16, metadata=record.metadata, compress=True, level=1)
+assert record.stored_bytes > 1 << 20 and data != single, "not a chunked stream"
+assert zlib.decompress(data[72:]) == zlib.decompress(single[72:]), "payloads differ"
+print(hashlib.sha256(data[72:]).hexdigest())
+EOF
+CHUNKS="$TMP/chunks.bin"
+if "$PY" "$TMP/chunks.py" "$CHUNKS" >"$TMP/chunks.sha" 2>"$TMP/chunks.err"; then
+    pass "CaptureHook compressed a 2.4 MB payload in chunks on two threads (not one zlib call's bytes)"
+else
+    fail "the chunked writer failed"; sed 's/^/    /' "$TMP/chunks.err"
+fi
+expect_exit 0 "inspect --verify inflates the chunked stream" -- "$AUDIT" inspect --verify --format json -o "$TMP/chunks.json" "$CHUNKS"
+json_check "$TMP/chunks.json" 'j["files"][0]["records"][0]["compressed"] and j["files"][0]["records"][0]["payload_sha256"] == "'"$(cat "$TMP/chunks.sha")"'"' \
+    "inspect: compressed, the SHA-256 of the stored bytes"
+expect_exit 0 "run replays the chunked record" -- "$AUDIT" run --quiet --reps 1 --out "$TMP/chunks-run.json" "$CHUNKS"
+json_check "$TMP/chunks-run.json" 'len(j["records"]) == 1 and j["input_errors"] == []' "run: one record, no input error"
 
 # ---- the C tool writes, the package reads and encodes again -------------------------------------
 SYN="$TMP/synth.bin"

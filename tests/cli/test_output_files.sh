@@ -24,12 +24,12 @@ fi
 need_python_with_numpy
 "$PYTHON" - "$TMP/scores.npy" <<'EOF'
 import sys, numpy as np
-np.save(sys.argv[1], np.arange(32, dtype=np.float32).reshape(2, 16))
+np.save(sys.argv[1], np.arange(512, dtype=np.float32).reshape(2, 256))
 EOF
 
 # Every writer, given OUT: "NAME|command line with OUT" (eval'ed with OUT set).
 WRITERS=(
-    "synth|\"\$AUDIT\" synth -f random -b 2 -L 64 -k 4 -o \"\$OUT\""
+    "synth|\"\$AUDIT\" synth -f random -b 2 -L 256 -k 4 -o \"\$OUT\""
     "import|\"\$AUDIT\" import --scores \"$TMP/scores.npy\" --k 4 -o \"\$OUT\""
     "extract|\"\$AUDIT\" extract \"$CAPTURE\" --records 0 --rows 0 -o \"\$OUT\""
     "inspect -o|\"\$AUDIT\" inspect --format json -o \"\$OUT\" \"$CAPTURE\""
@@ -41,6 +41,8 @@ WRITERS=(
     "gate --out|\"\$AUDIT\" gate --baseline \"$TMP/baseline.json\" --out \"\$OUT\" \"$TMP/report.json\""
     "merge -o|\"\$AUDIT\" merge -o \"\$OUT\" \"$TMP/shard.json\""
     "report -o|\"\$AUDIT\" report -o \"\$OUT\" \"$TMP/report.json\""
+    "compare -o|\"\$AUDIT\" compare --format json -o \"\$OUT\" \"$CAPTURE\" \"$CAPTURE\""
+    "compare --html|\"\$AUDIT\" compare -o /dev/null --html \"\$OUT\" \"$CAPTURE\" \"$CAPTURE\""
 )
 # run_writer ENTRY OUT: runs the writer (exit 0, or 1 for gate, whose verdict may fail on a
 # CPU-only report: the output is what counts).
@@ -185,6 +187,26 @@ if [ "$status" -ne 0 ] && [ ! -e "$TMP/census.json" ] && grep -q "census.json: w
 else
     fail "ulimit -f on a JSON writer: exit $status"; sed 's/^/    stderr: /' "$TMP/err"
 fi
+
+# Every writer in replace mode, its output over a 1 KiB file-size limit (ulimit -f 1): exit 3, the old file
+# as it was, and a message that names the file written (OUT, or the run's report written before
+# it) with "writing", never a temporary name or "appending".
+for entry in "${WRITERS[@]}"; do
+    name=${entry%%|*}
+    printf 'old\n' >"$TMP/limited.out"
+    (ulimit -f 1; run_writer "$entry" "$TMP/limited.out")
+    status=$?
+    if [ "$status" -eq 3 ] && [ "$(cat "$TMP/limited.out")" = old ] &&
+        grep -qE "(limited\.out|r[23]\.json): writing failed after [0-9]+ bytes: File too large" "$TMP/err" &&
+        ! grep -qE '\.tmp|appending' "$TMP/err"; then
+        pass "$name over ulimit -f: exit 3, the old file kept, the message names it and says writing"
+    else
+        fail "$name over ulimit -f: exit $status, $(stat -c %s "$TMP/limited.out") bytes now"
+        sed 's/^/    stderr: /' "$TMP/err" | head -5
+    fi
+done
+if [ "$(ls -A "$TMP" | grep -c '\.tmp')" -eq 0 ]; then pass "no temporary file left by the limited writers"; else
+    fail "temporary files left: $(ls -A "$TMP" | grep '\.tmp')"; fi
 
 # ---- refused outputs ---------------------------------------------------------------------------
 mkdir "$TMP/adir"

@@ -83,6 +83,15 @@ expect_exit 0 "--max-record-bytes equal to it: read" -- \
     T "$AUDIT" --max-record-bytes "$RAW" inspect --verify "$TMP/tiny.bin"
 expect_exit 0 "--max-record-bytes with a suffix" -- \
     T "$AUDIT" --max-record-bytes 1K inspect --verify "$TMP/tiny.bin"
+# Every reader of captures maps a record over the cap to exit 4, as the help says (diff too).
+for command in "census -o $TMP/c.json" "diff" "extract --records 0 -o $TMP/e.bin" "run --quiet --out $TMP/r.json"; do
+    files="$TMP/tiny.bin"
+    [ "$command" = diff ] && files="$TMP/tiny.bin $TMP/tiny.bin"
+    # shellcheck disable=SC2086
+    expect_exit 4 "${command%% *} of a record over --max-record-bytes: exit 4" -- \
+        T "$AUDIT" --max-record-bytes $((RAW - 1)) $command $files
+    expect_grep "tiny\.bin: record 0 at byte 0: too large" "$TMP/err" "${command%% *} names the file and the record"
+done
 for bad in 0 abc 1X 1KK -1 99999999999999999999; do
     expect_exit 2 "--max-record-bytes $bad is a usage error" -- \
         T "$AUDIT" --max-record-bytes "$bad" inspect "$TMP/tiny.bin"

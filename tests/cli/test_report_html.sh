@@ -292,7 +292,7 @@ bad["records"][1]["backends"][2] = {"name": 42, "kernel_time_us": "slow", "flapp
 bad["records"].append("not a record")
 bad["input_errors"] = [{"file": evil, "record": None, "kind": "io", "message": evil}]
 json.dump(bad, open(out + "/hostile.json", "w"))
-gate_bad = {"schema": "dsatopk-audit/gate", "status": "fail",
+gate_bad = {"schema": "dsatopk-audit/gate", "schema_version": 1, "status": "fail",
             "results": [{"report": evil + ".json", "file": "captures/" + evil + ".bin", "record": 0,
                          "backend": evil, "status": "fail", "reasons": [evil], "rows": [1, 2, 3]},
                         {"report": "other.json", "file": "captures/narrow_64x32768.bin", "record": 0,
@@ -393,11 +393,29 @@ expect_grep 'gate\.json: schema "dsatopk-audit/gate" is not dsatopk-audit/report
     "the message names the file and both schemas"
 expect_exit 3 "a report given as the gate verdict" -- \
     "$AUDIT" report --gate "$R" -o "$TMP/x.html" "$R"
+echo '{}' >"$TMP/empty.json"
+expect_exit 3 "{} is not a report" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/empty.json"
+expect_grep 'empty\.json: \$\.schema: missing' "$TMP/err" "the message names the file and the missing field"
+echo '{"schema": "dsatopk-audit/report", "records": []}' >"$TMP/noversion.json"
+expect_exit 3 "a report without schema_version" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/noversion.json"
+expect_grep 'noversion\.json: \$\.schema_version: missing' "$TMP/err" "the message names schema_version"
+echo '{"schema": "dsatopk-audit/report", "schema_version": 1.0, "records": []}' >"$TMP/float.json"
+expect_exit 3 "a report whose schema_version is 1.0" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/float.json"
+expect_grep 'float\.json: byte 53, at \$\.schema_version: schema_version 1\.0 is not an integer' \
+    "$TMP/err" "the message names the file, the byte and the JSON path"
+echo '{"schema": "dsatopk-audit/report", "schema_version": 1}' >"$TMP/norecords.json"
+expect_exit 3 "a report without records" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/norecords.json"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); j["schema_version"]=2; json.dump(j, open(sys.argv[2],"w"))' \
     "$R" "$TMP/report_v2.json"
 expect_exit 3 "a report of a newer schema version" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/report_v2.json"
 expect_grep 'report_v2\.json: \$\.schema_version: dsatopk-audit/report version 2 is newer than this tool reads' \
     "$TMP/err" "the message names the file, the version and why"
+for version in 1000000 100000000000000000000; do
+    sed "s/\"schema_version\": *1,/\"schema_version\": $version,/" "$R" >"$TMP/report_big.json"
+    expect_exit 3 "a report of schema_version $version" -- "$AUDIT" report -o "$TMP/x.html" "$TMP/report_big.json"
+    expect_grep "report_big\\.json: \\\$\\.schema_version: dsatopk-audit/report version $version is newer than this tool reads \\(version 1\\)" \
+        "$TMP/err" "schema_version $version reads as newer (the strict parser checks only its spelling)"
+done
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); j["schema_version"]=2; json.dump(j, open(sys.argv[2],"w"))' \
     "$TMP/gate.json" "$TMP/gate_v2.json"
 expect_exit 3 "a gate verdict of a newer schema version" -- \

@@ -158,6 +158,43 @@ def json_seeds():
     write("fuzz_json_report", "gate-command-self", b"\x0d" + json.dumps(gate_report).encode())
 
 
+def json_strict_seeds():
+    """One seed per refusal of the strict dialect (src/common/json_strict.h), a few accepted
+    texts, and mode 1 (schema_version checked) for the schema_version cases."""
+    seeds = {
+        "accepted-document": b'\x01{"schema": "x", "schema_version": 1, "a": [true, false, null, '
+                             b'-0, 0.5, 1e-320, 12e+3, "\\u00e9\\ud83d\\ude00\\/\\n"], "b": {}}',
+        "accepted-unicode": b'\x00["\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", {"\xc3\xa9": []}]',
+        "accepted-scalar": b"\x00 \t\r\n42 \n",
+        "trailing-garbage": b'\x00{"a": 1} x',
+        "second-document": b'\x00{"a": 1}\n{"a": 2}',
+        "duplicate-key": b'\x00{"a": 1, "b": {"c": 2, "c": 3}}',
+        "duplicate-key-escaped": b'\x00{"a": 1, "\\u0061": 2}',
+        "nul-in-key": b'\x00{"a\x00b": 1}',
+        "escaped-nul-in-key": b'\x00{"a\\u0000b": 1}',
+        "escaped-nul-in-value": b'\x00["\\u0000"]',
+        "control-in-string": b'\x00["a\tb\x1bc"]',
+        "overflow": b"\x00[1e999, -1e999]",
+        "schema-version-float": b'\x01{"schema_version": 1.0}',
+        "schema-version-exponent": b'\x01{"schema_version": 1e0}',
+        "schema-version-negative": b'\x01{"schema_version": -0}',
+        "schema-version-long": b'\x01{"schema_version": 1234567}',
+        "byte-order-mark": b"\x00\xef\xbb\xbf{}",
+        "lone-surrogate": b'\x00["\\ud800", "\\udc00x"]',
+        "trailing-comma": b"\x00[1, 2,]",
+        "leading-zero": b"\x00[01]",
+        "bare-point": b"\x00[1., .5]",
+        "deep": b"\x00" + b"[" * (257) + b"]" * 257,
+        "empty": b"\x00",
+        "white-space-only": b"\x00 \n\t",
+        "invalid-utf8": b'\x00["\xc0\xaf", "\xed\xa0\x80", "\xff"]',
+        "not-json-literals": b"\x00[NaN, Infinity, True]",
+        "unterminated": b'\x00{"a": "b',
+    }
+    for name, data in seeds.items():
+        write("fuzz_json_strict", name, data)
+
+
 def gate_report_json():
     """The shape tests/test_gate.c builds: what `run` writes and gate reads."""
     def digest(c):
@@ -245,4 +282,5 @@ if __name__ == "__main__":
     npy_seeds()
     safetensors_seeds()
     json_seeds()
+    json_strict_seeds()
     option_seeds()

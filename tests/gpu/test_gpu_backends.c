@@ -145,6 +145,9 @@ enum family_id {
     FAMILY_DENSE_LONG,
     FAMILY_DENSE_TIE,
     FAMILY_DENSE_ZERO,
+    FAMILY_EMPTY,
+    FAMILY_EMPTY_PAGED,
+    FAMILY_EMPTY_STRIDED,
     FAMILY_COUNT
 };
 
@@ -169,7 +172,26 @@ static const char *const family_names[FAMILY_COUNT] = {
     [FAMILY_DENSE_LONG] = "denselong",  /* 4 x 131072 N(0,1) (--quick: 4 x 65536) */
     [FAMILY_DENSE_TIE] = "densetie",    /* 16 x 8192, ties straddling the boundary */
     [FAMILY_DENSE_ZERO] = "densezero",  /* 16 x 8192, +0.0 / -0.0 plateaus */
+    [FAMILY_EMPTY] = "empty",           /* row_stride 0, every row of length 0: all -1 */
+    [FAMILY_EMPTY_PAGED] = "emptypaged",/* the same with a page table of no column */
+    /* Every row empty in a row_stride of 8 poison scores, a page table of no column (NULL):
+     * the empty rows of backends that refuse row_stride 0 (fi-*). */
+    [FAMILY_EMPTY_STRIDED] = "emptystrided",
 };
+
+/* Every row of no element: the output is all -1. */
+static bool family_empty(enum family_id family)
+{
+    return family == FAMILY_EMPTY || family == FAMILY_EMPTY_PAGED ||
+           family == FAMILY_EMPTY_STRIDED;
+}
+
+/* A page table: of one or more columns, or of none (emptypaged, emptystrided). */
+static bool family_paged(enum family_id family)
+{
+    return family == FAMILY_PAGED_1 || family == FAMILY_PAGED_64 ||
+           family == FAMILY_EMPTY_PAGED || family == FAMILY_EMPTY_STRIDED;
+}
 
 static int family_parse(const char *name)
 {
@@ -193,7 +215,12 @@ static uint32_t family_row_lengths(enum family_id family, uint32_t k, bool quick
 {
     int64_t wanted[MAX_ROWS_PER_CASE];
     uint32_t count = 0;
-    if (family >= FAMILY_DENSE) {
+    if (family_empty(family)) {
+        for (uint32_t b = 0; b < 5; b++)
+            lengths[b] = 0;
+        return 5;
+    }
+    if (family >= FAMILY_DENSE && family <= FAMILY_DENSE_ZERO) {
         const bool long_rows = family == FAMILY_DENSE_LONG;
         const uint32_t rows = long_rows ? 4 : 16;
         for (uint32_t b = 0; b < rows; b++)
@@ -331,6 +358,9 @@ static void family_fill_row(enum family_id family, struct rng *rng, float *windo
     case FAMILY_DENSE_LONG:
     case FAMILY_SHORT:
     case FAMILY_PADDED:
+    case FAMILY_EMPTY:
+    case FAMILY_EMPTY_PAGED:
+    case FAMILY_EMPTY_STRIDED:
     case FAMILY_COUNT:
         for (int32_t i = 0; i < length; i++)
             window[i] = (float)rng_normal(rng);
@@ -349,7 +379,10 @@ static void record_release(struct capture_record *record)
     memset(record, 0, sizeof(*record));
 }
 
-/* Builds one record of a family in host memory; every score outside a window is poison. */
+/* Builds one record of a family in host memory; every score outside a window is poison. empty
+ * and emptypaged keep row_stride 0: no score at all, so the device gets NULL scores (and a NULL
+ * page table of no column), as cudaMalloc of 0 bytes gives; emptystrided has scores (poison)
+ * and the NULL page table. */
 static int build_record(enum family_id family, uint32_t k, const int32_t *lengths, uint32_t rows,
                         uint32_t plateau_distinct, uint64_t seed, struct capture_record *record,
                         struct audit_error *err)
@@ -364,14 +397,16 @@ static int build_record(enum family_id family, uint32_t k, const int32_t *length
         if (lengths[b] > max_length)
             max_length = lengths[b];
     uint32_t max_offset = family == FAMILY_ROW_STARTS ? 1000 : 0;
-    uint64_t stride = (uint64_t)max_length + max_offset + (family == FAMILY_PADDED ? 61 : 0);
-    if (stride == 0)
+    const bool empty = family_empty(family);
+    uint64_t stride = (uint64_t)max_length + max_offset + (family == FAMILY_PADDED ? 61 : 0) +
+                      (family == FAMILY_EMPTY_STRIDED ? 8 : 0);
+    if (stride == 0 && !empty)
         stride = 1;
 
     record->rows = rows;
     record->k = k;
     record->row_stride = stride;
-    record->scores = malloc(rows * stride * sizeof(float));
+    record->scores = malloc(rows * stride * sizeof(float) + sizeof(float));
     record->lengths = malloc(rows * sizeof(int32_t));
     record->metadata_json = strdup("{\"source\":\"test_gpu_backends\"}");
     if (family == FAMILY_ROW_STARTS)
@@ -393,16 +428,16 @@ static int build_record(enum family_id family, uint32_t k, const int32_t *length
         family_fill_row(family, &rng, window, lengths[b], k, plateau_distinct, b + 1 == rows);
     }
 
-    if (family == FAMILY_PAGED_1 || family == FAMILY_PAGED_64) {
+    if (family_paged(family)) {
         uint32_t page_size = family == FAMILY_PAGED_1 ? 1 : 64;
-        uint64_t cols = 1;
+        uint64_t cols = empty ? 0 : 1;
         record->page_table_row_starts = malloc(rows * sizeof(int32_t));
         if (!record->page_table_row_starts) {
             status = audit_fail(err, AUDIT_ENOMEM, "%s: out of memory", family_names[family]);
             goto error;
         }
         for (uint32_t b = 0; b < rows; b++) {
-            record->page_table_row_starts[b] = (int32_t)rng_below(&rng, 4);
+            record->page_table_row_starts[b] = empty ? 0 : (int32_t)rng_below(&rng, 4);
             uint64_t needed = (uint64_t)record->page_table_row_starts[b] +
                               ((uint64_t)lengths[b] + page_size - 1) / page_size;
             if (needed > cols)
@@ -410,7 +445,7 @@ static int build_record(enum family_id family, uint32_t k, const int32_t *length
         }
         record->page_size = page_size;
         record->page_table_cols = cols;
-        record->page_table = malloc(rows * cols * sizeof(int32_t));
+        record->page_table = malloc(rows * cols * sizeof(int32_t) + sizeof(int32_t));
         if (!record->page_table) {
             status = audit_fail(err, AUDIT_ENOMEM, "%s: out of memory for the page table",
                                 family_names[family]);
@@ -454,10 +489,14 @@ static void device_case_free(struct device_case *device_case)
     memset(device_case, 0, sizeof(*device_case));
 }
 
+/* An array of no element stays NULL, as cudaMalloc of 0 bytes leaves it: backends must take
+ * that (topk_backends.h). */
 static int device_upload(void **device, const void *host, size_t bytes, struct audit_error *err)
 {
     int status = 0;
-    HARNESS_CUDA(cudaMalloc(device, bytes ? bytes : 1), err, status, done);
+    *device = NULL;
+    if (bytes)
+        HARNESS_CUDA(cudaMalloc(device, bytes), err, status, done);
     if (bytes)
         HARNESS_CUDA(cudaMemcpy(*device, host, bytes, cudaMemcpyHostToDevice), err, status,
                      done);

@@ -11,11 +11,13 @@ import json
 import logging
 import os
 import threading
+import time
 import weakref
 
 from . import staging
 from .records import MAX_K, CaptureInputError, metadata_bytes, prepare_indices
 from .sampling import Sampler, kept_rows
+from .syncer import DEFAULT_INTERVAL, DEFAULT_POLICY, check_policy
 from .writer import Appender, Writer
 
 log = logging.getLogger("dsatopk_capture")
@@ -66,8 +68,10 @@ class CaptureHook:
 
     path: the capture file; "{rank}" and "{pid}" are replaced. Its directory is created.
     rank: this process's rank (None: detect_rank()).
-    compress, compress_level, compress_threads: zlib the payloads (level 1..9; threads > 1
-        compress several records at once, still appended in call order).
+    compress, compress_level, compress_threads: zlib the payloads (level 1..9). threads > 1:
+        a pool of that many threads compresses each payload in chunks, one zlib stream whose
+        bytes differ from single-threaded zlib's (parallel_zlib.py), or hashes uncompressed
+        payloads; records are still appended in call order.
     metadata: a dict merged into every record's metadata (engine, model, GPU, ...).
     contract: what the engine's kernel promises about engine_indices, kept in every record:
         {"order": "sorted" | "index_ascending" | "none",
@@ -78,6 +82,7 @@ class CaptureHook:
     max_file_bytes: rotate to path.1, path.2, ... (before the extension) past this size.
     queue_records, queue_bytes: the most calls and host bytes waiting for the writer; a call
         beyond them is dropped and counted (block=True: the caller waits for room instead).
+        queue_bytes also bounds the pinned host memory held for CUDA copies (pinned.py).
     guard: for CUDA tensors, make the caller's stream wait (on the GPU) for the copies before
         its later work, so the engine cannot overwrite a buffer before it was copied.
     allow_k_over_row: accept k larger than the score row (engines that pad short rows with -1);
@@ -86,14 +91,19 @@ class CaptureHook:
         rank nor the pid" (then several processes may share the file).
     repair_tail: when the file to append to ends in a torn record, cut it off instead of
         refusing (damage followed by more bytes is always refused).
-    fsync: fsync after each record (a crash then loses at most the record being written).
+    fsync, fsync_interval: when appended records are fsynced (syncer.py): "record" (after
+        each), "interval" (every fsync_interval seconds, on a thread of its own, and at flush
+        and close), "close" (at flush and close) or "none". Killing the process loses no
+        record written under any of them; only a machine that goes down loses the records not
+        yet fsynced.
     """
 
     def __init__(self, path="captures/{rank}.bin", rank=None, compress=True, metadata=None,
                  contract=None, every=1, layers=None, steps=None, probability=1.0, seed=0,
                  max_rows=None, max_file_bytes=None, queue_records=256, queue_bytes=512 << 20,
                  block=False, guard=True, allow_k_over_row=False, lock=None,
-                 repair_tail=False, fsync=True, compress_level=6, compress_threads=1):
+                 repair_tail=False, fsync=DEFAULT_POLICY, compress_level=6, compress_threads=1,
+                 fsync_interval=DEFAULT_INTERVAL):
         if not isinstance(metadata, (dict, type(None))):
             raise ValueError("metadata: a dict (JSON object) expected")
         self.metadata = dict(metadata or {})
@@ -118,11 +128,11 @@ class CaptureHook:
         self.block = bool(block)
         self.allow_k_over_row = bool(allow_k_over_row)
         self.repair_tail = bool(repair_tail)
-        self.fsync = bool(fsync)
+        self.fsync, self.fsync_interval = check_policy(fsync, fsync_interval)
         self.path_pattern = path
         self.explicit_rank = rank
         self.lock_setting = lock
-        self._stager = staging.CudaStager(guard)
+        self._stager = staging.CudaStager(guard, self.queue_bytes)
         self._context = threading.local()
         self._init_state()
         self._start_writer()
@@ -147,7 +157,8 @@ class CaptureHook:
         self.sampler.reset()
         self._stager.reset()
         self._counts = dict(calls=0, sampled_out=0, skipped_graph=0, refused=0, dropped=0,
-                            queued=0, records=0, bytes=0, rejected=0, write_errors=0)
+                            dropped_no_pinned=0, queued=0, records=0, bytes=0, rejected=0,
+                            write_errors=0)
         self._in_flight = 0          # calls handed to the writer, not yet finished
         self._in_flight_bytes = 0
         self._drops_pending = 0      # dropped since the last call handed to the writer
@@ -157,7 +168,7 @@ class CaptureHook:
 
     def _start_writer(self):
         appender = Appender(self.path, self.max_file_bytes, self.lock, self.fsync,
-                            self.repair_tail)
+                            self.repair_tail, self.fsync_interval)
         appender.check_first_file()
         self._appender = appender
         self._writer = Writer(self, appender, self.compress, self.compress_level,
@@ -207,8 +218,8 @@ class CaptureHook:
         or CUDA tensors, or lists.
 
         Returns True when the call was handed to the writer, False when it was not kept
-        (sampling, CUDA graph capture, or dropped because the queue was full). Raises
-        CaptureInputError (a ValueError) for arrays that cannot make a record."""
+        (sampling, CUDA graph capture, or dropped: the queue was full, or no pinned buffer was
+        free). Raises CaptureInputError (a ValueError) for arrays that cannot make a record."""
         return self._offer(scores, lengths, k, row_starts, page_table, page_size,
                            page_table_row_starts, engine_indices, metadata,
                            self.allow_k_over_row)
@@ -255,7 +266,13 @@ class CaptureHook:
         staged = staging.Staged(call, k, page_size, merged, nbytes, rows, step)
         try:
             if staging.has_cuda(arrays):
-                self._stager.stage(staged, arrays, step)
+                if not self._stager.stage(staged, arrays, step, wait=self.block):
+                    self._release(nbytes)
+                    with self._mutex:
+                        self._counts["dropped"] += 1
+                        self._counts["dropped_no_pinned"] += 1
+                        self._drops_pending += 1
+                    return False
             else:
                 staging.stage_now(staged, arrays, step)
                 host = staged.arrays
@@ -265,6 +282,7 @@ class CaptureHook:
                     host.get("row_starts"), host.get("page_table"), page_size,
                     host.get("page_table_row_starts"), host.get("engine_indices"))
         except BaseException as error:
+            self._stager.release(staged)
             self._release(nbytes)
             if isinstance(error, CaptureInputError):
                 self._count("refused")
@@ -328,6 +346,7 @@ class CaptureHook:
         return metadata
 
     def _done(self, item, counter, amount=1, error=None):
+        self._stager.release(item)   # the pinned buffers back to the pool before room is made
         with self._room:
             self._counts[counter] += amount
             if error is not None:
@@ -335,7 +354,7 @@ class CaptureHook:
             self._in_flight -= 1
             self._in_flight_bytes -= item.nbytes
             self._finished += 1
-            item.arrays = None   # the pinned host memory goes back to its cache
+            item.arrays = None
             self._room.notify_all()
 
     def _written(self, item, size, path):
@@ -356,11 +375,37 @@ class CaptureHook:
     # ---- flush, close, stats ------------------------------------------------------------------
 
     def flush(self, timeout=None):
-        """Waits until every call handed to the writer before this one is written (or refused),
-        fsync'ed when fsync=True. Returns False if timeout (seconds) passed first."""
+        """Waits until every call handed to the writer before this one is written (or refused)
+        and, unless fsync="none", fsynced. Returns False if timeout (seconds) passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._room:
             target = self._counts["queued"]
-            return self._room.wait_for(lambda: self._finished >= target, timeout)
+            if not self._room.wait_for(lambda: self._finished >= target, timeout):
+                return False
+        appender = self._appender
+        if appender is None or os.getpid() != self._pid:
+            return True
+        return appender.sync(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def reserve_pinned(self, scores, lengths, row_starts=None, page_table=None,
+                       page_table_row_starts=None, engine_indices=None, count=2, wait=True):
+        """Pins host memory for `count` calls with arrays shaped like these (CUDA tensors, or
+        any arrays with the same shapes and dtypes, such as torch's "meta" tensors), so that
+        even the first calls find their buffers; max_rows is applied as capture() would.
+        count=None: as many calls as the queue holds (queue_records, queue_bytes). wait=False
+        returns at once. Returns the number of calls the free buffers cover now (with
+        wait=False, perhaps fewer than asked)."""
+        if staging.torch_module() is None:
+            raise RuntimeError("reserve_pinned: torch is not imported (pinned memory is for "
+                               "CUDA tensors)")
+        arrays = dict(scores=scores, lengths=lengths, row_starts=row_starts,
+                      page_table=page_table, page_table_row_starts=page_table_row_starts,
+                      engine_indices=engine_indices)
+        step = kept_rows(int(scores.shape[0]), self.max_rows)
+        if count is None:
+            nbytes = sum(staging.nbytes_of(v, step) for v in arrays.values() if v is not None)
+            count = max(1, min(self.queue_records, self.queue_bytes // max(1, nbytes)))
+        return self._stager.reserve(arrays, step, int(count), wait)
 
     def close(self):
         """Flushes, stops the writer and closes the file. Later capture() calls raise."""
@@ -370,6 +415,7 @@ class CaptureHook:
             self._closed = True
         if self._writer is not None and os.getpid() == self._pid:
             self._writer.stop()
+            self._stager.close()
         self._writer = None
         _live_hooks.discard(self)
 
@@ -380,14 +426,22 @@ class CaptureHook:
         self.close()
 
     def stats(self):
-        """Counters: calls (offered), records (written), bytes, dropped (queue full),
-        sampled_out, skipped_graph, refused (caller's arrays invalid), rejected (values found
-        invalid by the writer), write_errors, queued/in_flight, the files and the last error."""
+        """Counters: calls (offered), records (written), bytes, dropped (queue full, or no free
+        pinned buffer: dropped_no_pinned), sampled_out, skipped_graph, refused (caller's arrays
+        invalid), rejected (values found invalid by the writer), write_errors, fsync_errors,
+        queued/in_flight, the pinned memory held, the files, the fsync policy and the last
+        error."""
         with self._mutex:
             counts = dict(self._counts)
             counts.update(in_flight=self._in_flight, in_flight_bytes=self._in_flight_bytes,
                           last_error=self._last_error, paths=self.paths,
                           sampling=self.sampler.describe(), max_rows=self.max_rows)
+        syncer = self._appender.syncer if self._appender is not None else None
+        counts["fsync"] = self.fsync
+        counts["fsync_errors"] = syncer.errors if syncer is not None else 0
+        if syncer is not None and syncer.last_error and not counts["last_error"]:
+            counts["last_error"] = syncer.last_error
+        counts.update(self._stager.pool.stats())
         return counts
 
     # ---- fork ---------------------------------------------------------------------------------
@@ -410,7 +464,7 @@ class CaptureHook:
         self._closed = closed
         if appender is not None:
             try:
-                appender.close()     # the child's copy of the descriptor only
+                appender.abandon()   # the child's copies of the descriptors only
             except OSError:
                 pass
         if not closed:

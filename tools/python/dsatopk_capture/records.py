@@ -242,35 +242,50 @@ def raw_payload_bytes(record, metadata_length):
     return FIXED_PART_BYTES + metadata_length + 4 * record.rows * words_per_row
 
 
-def encode_parts(record, metadata=None, compress=False, level=ZLIB_LEVEL):
-    """The header (bytes) and the stored payload (a buffer) of one record from a
-    PreparedRecord. The payload is assembled in one uninitialised buffer that every byte of the
-    layout overwrites, and the two parts are not joined: zero-filling and joining tens of MiB
-    would hold the GIL, and the writer appends the parts with one writev."""
+def payload_parts(record, metadata=None):
+    """The raw payload of a PreparedRecord as parts that concatenate to it, without copying the
+    arrays: the fixed part and metadata (bytes), then each present section (a byte view of its
+    array). Returns (parts, raw payload size)."""
     text = metadata_bytes(metadata)
     size = raw_payload_bytes(record, len(text))
     if size > MAX_PAYLOAD_BYTES:
         raise CaptureInputError(f"payload of {size} bytes, over the limit {MAX_PAYLOAD_BYTES}")
-    raw = np.empty(size, np.uint8)
     cols = record.page_table.shape[1] if record.page_size else 0
-    _FIXED.pack_into(raw, 0, record.rows, record.k, record.row_stride, record.sections,
-                     record.page_size, cols, len(text))   # the reserved bytes are packed as 0
-    cursor = FIXED_PART_BYTES
-    raw[cursor:cursor + len(text)] = np.frombuffer(text, np.uint8)
-    cursor += len(text)
-    arrays = [record.lengths, record.row_starts, record.page_table_row_starts,
-              record.page_table, record.engine_indices, record.scores]
-    for array in arrays:
-        if array is None:
+    fixed = _FIXED.pack(record.rows, record.k, record.row_stride, record.sections,
+                        record.page_size, cols, len(text))   # the reserved bytes are packed as 0
+    parts = [fixed + text]
+    arrays = [(record.lengths, "<i4"), (record.row_starts, "<i4"),
+              (record.page_table_row_starts, "<i4"), (record.page_table, "<i4"),
+              (record.engine_indices, "<i4"), (record.scores, "<f4")]
+    for array, stored in arrays:
+        if array is None or not array.size:
             continue
-        end = cursor + array.nbytes
-        np.copyto(raw[cursor:end].view(array.dtype).reshape(array.shape), array, casting="no")
+        array = np.ascontiguousarray(array, dtype=stored)
+        parts.append(memoryview(array.reshape(-1)).cast("B"))
+    return parts, size
+
+
+def record_header(stored_bytes, raw_bytes, sha256, compressed):
+    """The 72-byte header of a record whose stored payload has stored_bytes bytes and the
+    SHA-256 digest sha256."""
+    header = _HEADER.pack(MAGIC, FORMAT_MAJOR, FORMAT_MINOR, HEADER_FLAG_ZLIB if compressed else 0,
+                          stored_bytes, raw_bytes, sha256, 0)
+    return header + struct.pack("<I", zlib.crc32(header))
+
+
+def encode_parts(record, metadata=None, compress=False, level=ZLIB_LEVEL):
+    """The header (bytes) and the stored payload (a buffer) of one record from a
+    PreparedRecord: the payload joined into one buffer (and compressed as one zlib stream when
+    asked), which is what `dsatopk-audit` writes byte for byte."""
+    parts, size = payload_parts(record, metadata)
+    raw = np.empty(size, np.uint8)     # every byte is overwritten: no zero-filling
+    cursor = 0
+    for part in parts:
+        end = cursor + len(part)
+        raw[cursor:end] = np.frombuffer(part, np.uint8)
         cursor = end
     stored = zlib.compress(raw, level) if compress else raw
-    header = _HEADER.pack(MAGIC, FORMAT_MAJOR, FORMAT_MINOR, HEADER_FLAG_ZLIB if compress else 0,
-                          len(stored) if compress else size, size,
-                          hashlib.sha256(stored).digest(), 0)
-    return header + struct.pack("<I", zlib.crc32(header)), stored
+    return record_header(len(stored), size, hashlib.sha256(stored).digest(), compress), stored
 
 
 def encode_prepared(record, metadata=None, compress=False, level=ZLIB_LEVEL):

@@ -7,8 +7,9 @@ reuses its buffers, and nothing more.
   top-k kernel ran on), so the copy sees what the kernel read and wrote; then, unless told
   otherwise, the caller's stream waits on an event recorded after the copies, so a later
   kernel of the engine that overwrites these buffers runs after they were read. Both waits
-  happen on the GPU: the calling thread never synchronises. The writer thread waits for the
-  copy's event before it reads the host memory.
+  happen on the GPU: the calling thread never synchronises, and never pins memory either (the
+  buffers come from a PinnedPool, pinned.py). The writer thread waits for the copy's event
+  before it reads the host memory.
 
 PyTorch is never imported here: a tensor can only come from a process that already imported
 it, so the module is looked up in sys.modules.
@@ -18,6 +19,7 @@ import sys
 
 import numpy as np
 
+from .pinned import PinnedPool
 from .records import CaptureInputError
 
 ARRAY_NAMES = ("scores", "lengths", "row_starts", "page_table", "page_table_row_starts",
@@ -98,7 +100,7 @@ class Staged:
     `done` event fires), the call's number, its metadata and how many bytes it holds."""
 
     __slots__ = ("call", "k", "page_size", "arrays", "bits", "done", "nbytes", "metadata",
-                 "checked", "dropped_before", "rows_total", "rows_step")
+                 "checked", "dropped_before", "rows_total", "rows_step", "pinned")
 
     def __init__(self, call, k, page_size, metadata, nbytes, rows_total, rows_step):
         self.call = call
@@ -107,6 +109,7 @@ class Staged:
         self.arrays = {}
         self.bits = {}       # name -> "bfloat16" where the array holds raw bfloat16 bits
         self.done = None
+        self.pinned = None   # the PinnedPool buffers the CUDA copies went to
         self.nbytes = nbytes
         self.metadata = metadata
         self.checked = None  # the PreparedRecord when the values were checked on the caller
@@ -136,16 +139,27 @@ class Staged:
 
 class CudaStager:
     """The asynchronous copies of CUDA tensors: one side stream per device, events ordering the
-    copy after the producer and (guard=True) the engine's later work after the copy."""
+    copy after the producer and (guard=True) the engine's later work after the copy, into
+    buffers of a PinnedPool (pinned.py) that the calling thread never allocates."""
 
-    def __init__(self, guard=True):
+    def __init__(self, guard=True, pinned_limit_bytes=512 << 20):
         self.guard = guard
-        self._streams = {}
+        self.pinned_limit_bytes = pinned_limit_bytes
+        self.reset()
 
-    def stage(self, staged, arrays, rows_step):
+    def stage(self, staged, arrays, rows_step, wait=False):
+        """Starts the copies; False (nothing started) when the pool has no free buffers for
+        them and wait is False."""
         torch = torch_module()
-        device = next(v.device for v in arrays.values()
-                      if v is not None and is_tensor(v) and v.is_cuda)
+        cuda_arrays = {name: value for name, value in arrays.items()
+                       if is_tensor(value) and value.is_cuda}
+        sizes = [nbytes_of(value, rows_step) for value in cuda_arrays.values()]
+        buffers = self.pool.take_waiting(sizes) if wait else self.pool.take(sizes)
+        if buffers is None:
+            return False
+        staged.pinned = buffers
+        hosts = dict(zip(cuda_arrays, zip(buffers, sizes)))
+        device = next(iter(cuda_arrays.values())).device
         current = torch.cuda.current_stream(device)
         side = self._streams.get(device)
         if side is None:
@@ -157,7 +171,7 @@ class CudaStager:
             for name, value in arrays.items():
                 if value is None:
                     continue
-                if not (is_tensor(value) and value.is_cuda):
+                if name not in hosts:
                     staged.arrays[name], bits = _host_copy_now(name, value, rows_step)
                     if bits:
                         staged.bits[name] = bits
@@ -165,7 +179,8 @@ class CudaStager:
                 source = value.detach()
                 if rows_step > 1:
                     source = source[::rows_step]
-                host = torch.empty(tuple(source.shape), dtype=source.dtype, pin_memory=True)
+                buffer, nbytes = hosts[name]
+                host = buffer[:nbytes].view(source.dtype).view(tuple(source.shape))
                 host.copy_(source, non_blocking=True)
                 if not self.guard:
                     # The engine may free its tensor now: the allocator must not hand its memory
@@ -178,9 +193,36 @@ class CudaStager:
         if self.guard:
             current.wait_event(done)
         staged.done = done
+        return True
+
+    def release(self, staged):
+        """The call's pinned buffers back to the pool (writer thread, once the record is
+        written or given up). Buffers of copies that may still be running are not reused."""
+        buffers, staged.pinned = staged.pinned, None
+        if not buffers:
+            return
+        if staged.done is not None:       # the writer never waited for these copies
+            try:
+                staged.done.synchronize()
+            except Exception:  # noqa: BLE001 -- a failed copy: let the buffers go
+                return
+            staged.done = None
+        self.pool.give(buffers)
+
+    def reserve(self, arrays, rows_step, count, wait):
+        """Pinned buffers for `count` calls with arrays shaped like these (only the CUDA
+        tensors, or anything with a shape and dtype, are sized). Returns the calls covered."""
+        sizes = [nbytes_of(value, rows_step) for value in arrays.values() if value is not None]
+        return self.pool.reserve(sizes, count, wait)
 
     def reset(self):
+        """A fresh state (at construction, and in a forked child: the parent's pool thread
+        does not exist there and its buffers are not the child's to use)."""
         self._streams = {}
+        self.pool = PinnedPool(self.pinned_limit_bytes)
+
+    def close(self):
+        self.pool.close()
 
 
 def stage_now(staged, arrays, rows_step):

@@ -2,21 +2,24 @@
 
 Everything slow happens here, off the engine's thread: waiting for the device-to-host copies,
 checking values that were still on the GPU at call time, widening float16/bfloat16, encoding,
-zlib (optionally on a small pool of threads: zlib and hashlib release the GIL), appending with
-one write, fsync, and rotating to the next numbered file at the size cap. Records are appended
-in call order whatever the pool does.
+SHA-256 and zlib (optionally on a small pool of threads: zlib and hashlib release the GIL),
+appending with one writev, and rotating to the next numbered file at the size cap. Records are
+appended in call order whatever the pool does; fsync follows the policy of syncer.py.
 """
 
 import collections
 import concurrent.futures
 import fcntl
+import hashlib
 import logging
 import os
 import queue
 import threading
 
+from . import parallel_zlib
 from .records import (CaptureError, CaptureInputError, check_tail, encode_parts,
-                      prepare_indices, repair_tail, write_all)
+                      payload_parts, prepare_indices, record_header, repair_tail, write_all)
+from .syncer import DEFAULT_INTERVAL, DEFAULT_POLICY, Syncer, check_policy
 
 log = logging.getLogger("dsatopk_capture")
 
@@ -35,18 +38,24 @@ def part_path(path, part):
 class Appender:
     """Appends records to path, rotating to the next part when max_file_bytes would be passed
     (a record larger than the cap gets a file of its own). lock: an fcntl lock around each
-    append, for files shared by several processes."""
+    append, for files shared by several processes. fsync, fsync_interval: the policy of
+    syncer.py ("record", "interval", "close" or "none")."""
 
-    def __init__(self, path, max_file_bytes=None, lock=False, fsync=True, repair=False):
+    def __init__(self, path, max_file_bytes=None, lock=False, fsync=DEFAULT_POLICY,
+                 repair=False, fsync_interval=DEFAULT_INTERVAL):
         self.path = path
         self.max_file_bytes = max_file_bytes
         self.lock = lock
-        self.fsync = fsync
+        self.fsync, interval = check_policy(fsync, fsync_interval)
         self.repair = repair
         self.part = 0
         self.paths = []
         self._fd = None
         self._size = 0
+        self._opened = 0          # files opened so far: the syncer's name for the current one
+        self.syncer = None
+        if self.fsync in ("interval", "close"):
+            self.syncer = Syncer(interval if self.fsync == "interval" else None)
 
     def check_first_file(self):
         """Checks the tail of the file the hook appends to first (repairing a torn tail when
@@ -74,6 +83,7 @@ class Appender:
         if directory:
             os.makedirs(directory, exist_ok=True)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._opened += 1
         self._size = os.fstat(self._fd).st_size
         if path not in self.paths:
             self.paths.append(path)
@@ -87,6 +97,7 @@ class Appender:
             fcntl.lockf(self._fd, fcntl.LOCK_UN)
 
     def _rotate(self):
+        self._retire()
         os.close(self._fd)
         self._fd = None
         while True:
@@ -96,10 +107,10 @@ class Appender:
         self._open()
 
     def append(self, header, stored):
-        """Appends one record (its header and stored payload, with one writev); returns the path
-        it went to. On a failed write the file is cut back to its size before the write, so no
-        partial record stays behind."""
-        size = len(header) + memoryview(stored).nbytes
+        """Appends one record (its header and the buffers of its stored payload, with one
+        writev); returns the path it went to. On a failed write the file is cut back to its size
+        before the write, so no partial record stays behind."""
+        size = len(header) + sum(memoryview(part).nbytes for part in stored)
         if self._fd is None:
             self._open()
         self._lock()
@@ -114,8 +125,8 @@ class Appender:
                 self._size = os.fstat(self._fd).st_size
             before = self._size
             try:
-                write_all(self._fd, header, stored)
-                if self.fsync:
+                write_all(self._fd, header, *stored)
+                if self.fsync == "record":
                     os.fsync(self._fd)
             except OSError:
                 try:
@@ -124,11 +135,33 @@ class Appender:
                     pass
                 raise
             self._size = before + size
+            if self.syncer is not None:
+                self.syncer.appended(self._opened, self._fd)
             return part_path(self.path, self.part)
         finally:
             self._unlock()
 
+    def sync(self, timeout=None):
+        """fsyncs what was appended so far, under the "interval" and "close" policies (under
+        "record" it already is); False if timeout passed first."""
+        return True if self.syncer is None else self.syncer.sync(timeout)
+
+    def _retire(self):
+        if self.syncer is not None:
+            self.syncer.retired(self._opened)
+
     def close(self):
+        """Closes the file, after a last fsync under the "interval" and "close" policies."""
+        if self.syncer is not None:
+            self.syncer.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def abandon(self):
+        """In a forked child: closes the child's copies of the descriptors, syncing nothing."""
+        if self.syncer is not None:
+            self.syncer.abandon()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -136,19 +169,27 @@ class Appender:
 
 class Writer:
     """The writer thread of one hook. `hook` provides the shared state: its lock and condition,
-    the counters, the metadata to assemble, and the budget to release."""
+    the counters, the metadata to assemble, and the budget to release.
 
-    def __init__(self, hook, appender, compress, level, compress_threads):
+    With threads > 1 a pool of that many threads does the heavy part of each record: the
+    SHA-256 of an uncompressed payload, or the compression of a payload in chunks
+    (parallel_zlib.py), so that one record uses every thread; the writer thread hashes the
+    compressed stream and appends, in call order. The payload is never joined into one buffer:
+    the header and the parts are appended with one writev."""
+
+    def __init__(self, hook, appender, compress, level, threads):
         self.hook = hook
         self.appender = appender
         self.compress = compress
         self.level = level
         self.queue = queue.SimpleQueue()
         self.pool = None
-        if compress and compress_threads > 1:
+        self.submit = _run_now
+        if threads > 1:
             self.pool = concurrent.futures.ThreadPoolExecutor(
-                compress_threads, thread_name_prefix="dsatopk-compress")
-        self.compress_threads = compress_threads
+                threads, thread_name_prefix="dsatopk-compress")
+            self.submit = self.pool.submit
+        self.threads = threads
         self.thread = threading.Thread(target=self._run, name="dsatopk-writer", daemon=True)
         self.thread.start()
 
@@ -165,38 +206,26 @@ class Writer:
     # ---- the thread ---------------------------------------------------------------------------
 
     def _run(self):
-        pending = collections.deque()   # (staged, future or encoded bytes), in call order
+        pending = collections.deque()   # _Encoding, in call order
         while True:
             if pending:
                 try:
                     item = self.queue.get_nowait()
                 except queue.Empty:
-                    self._finish(*pending.popleft())
+                    self._finish(pending.popleft())
                     continue
             else:
                 item = self.queue.get()
             if item is _STOP:
                 while pending:
-                    self._finish(*pending.popleft())
+                    self._finish(pending.popleft())
                 return
             work = self._prepare(item)
             if work is None:
                 continue
-            prepared, metadata = work
-            if self.pool is not None:
-                encoded = self.pool.submit(encode_parts, prepared, metadata, True, self.level)
-            else:
-                encoded = self._encode(item, prepared, metadata)
-            pending.append((item, encoded))
-            while pending and (self.pool is None or pending[0][1].done() or
-                               len(pending) > self.compress_threads):
-                self._finish(*pending.popleft())
-
-    def _encode(self, item, prepared, metadata):
-        try:
-            return encode_parts(prepared, metadata, self.compress, self.level)
-        except Exception as error:  # noqa: BLE001 -- reported in stats, never kills the thread
-            return error
+            pending.append(self._start(item, *work))
+            while pending and (pending[0].done() or len(pending) > self.threads):
+                self._finish(pending.popleft())
 
     def _prepare(self, item):
         """The checked record and its metadata, or None when the values are refused."""
@@ -220,16 +249,77 @@ class Writer:
             hook._failed(item, f"call {item.call}: {type(error).__name__}: {error}")
         return None
 
-    def _finish(self, item, encoded):
-        hook = self.hook
+    def _start(self, item, prepared, metadata):
+        """Starts encoding one record: uncompressed, its parts and their SHA-256; compressed on
+        one thread, one zlib stream as `dsatopk-audit` writes it; compressed on the pool, one
+        zlib stream made of chunks."""
         try:
-            if isinstance(encoded, concurrent.futures.Future):
-                encoded = encoded.result()
-            if isinstance(encoded, Exception):
-                raise encoded
-            header, stored = encoded
+            parts, size = payload_parts(prepared, metadata)
+        except Exception as error:  # noqa: BLE001 -- reported in stats, never kills the thread
+            return _Encoding(item, [_failed_future(error)], None)
+        if not self.compress:
+            def complete(results):
+                return record_header(size, size, results[0], False), parts
+            return _Encoding(item, [self.submit(_sha256, parts)], complete)
+        if self.pool is None or size <= parallel_zlib.CHUNK_BYTES:
+            def complete(results):
+                header, stored = results[0]
+                return header, [stored]
+            return _Encoding(item, [self.submit(encode_parts, prepared, metadata, True,
+                                                self.level)], complete)
+        level = self.level
+
+        def complete(results):
+            stream = parallel_zlib.assemble(level, results)
+            stored = sum(len(piece) for piece in stream)
+            return record_header(stored, size, _sha256(stream), True), stream
+        return _Encoding(item, parallel_zlib.compress_chunks(parts, level, self.submit), complete)
+
+    def _finish(self, encoding):
+        hook, item = self.hook, encoding.item
+        try:
+            header, stored = encoding.complete([f.result() for f in encoding.futures])
             path = self.appender.append(header, stored)
         except Exception as error:  # noqa: BLE001 -- reported in stats, never kills the thread
+            concurrent.futures.wait(encoding.futures)   # none of them reads the arrays any more
             hook._failed(item, f"call {item.call}: {type(error).__name__}: {error}")
             return
-        hook._written(item, len(header) + memoryview(stored).nbytes, path)
+        hook._written(item, len(header) + sum(memoryview(part).nbytes for part in stored), path)
+
+
+class _Encoding:
+    """One record being encoded: futures (on the pool, or already done) whose results
+    complete() turns into the header and the buffers of the stored payload."""
+
+    __slots__ = ("item", "futures", "complete")
+
+    def __init__(self, item, futures, complete):
+        self.item = item
+        self.futures = futures
+        self.complete = complete
+
+    def done(self):
+        return all(future.done() for future in self.futures)
+
+
+def _sha256(parts):
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part)
+    return digest.digest()
+
+
+def _run_now(function, *arguments):
+    """A thread pool's submit() without the pool: runs function now, returns a done future."""
+    future = concurrent.futures.Future()
+    try:
+        future.set_result(function(*arguments))
+    except Exception as error:  # noqa: BLE001 -- raised again by result()
+        future.set_exception(error)
+    return future
+
+
+def _failed_future(error):
+    future = concurrent.futures.Future()
+    future.set_exception(error)
+    return future

@@ -10,13 +10,14 @@ import os
 import sys
 import tempfile
 import threading
+import time
 import types
 import unittest
 from unittest import mock
 
 import numpy as np
 
-from dsatopk_capture import CaptureHook, read_records
+from dsatopk_capture import CaptureHook, pinned, read_records
 
 
 class Log(list):
@@ -36,11 +37,12 @@ def fake_torch(log):
 
     dtypes = {np.dtype(np.float32): Dtype("float32", np.float32),
               np.dtype(np.int32): Dtype("int32", np.int32),
-              np.dtype(np.int64): Dtype("int64", np.int64)}
+              np.dtype(np.int64): Dtype("int64", np.int64),
+              np.dtype(np.uint8): Dtype("uint8", np.uint8)}
 
     class Tensor:
-        def __init__(self, array, device="cuda:0"):
-            self.array, self.device = array, device
+        def __init__(self, array, device="cuda:0", pinned=False):
+            self.array, self.device, self.pinned = array, device, pinned
             self.dtype = dtypes[array.dtype]
 
         is_cuda = property(lambda self: self.device.startswith("cuda"))
@@ -51,7 +53,15 @@ def fake_torch(log):
             return self
 
         def __getitem__(self, key):
-            return Tensor(self.array[key], self.device)
+            return Tensor(self.array[key], self.device, self.pinned)
+
+        def view(self, how):
+            array = self.array.view(how.numpy_type) if isinstance(how, Dtype) else \
+                self.array.reshape(how)
+            return Tensor(array, self.device, self.pinned)
+
+        def numel(self):
+            return self.array.size
 
         def element_size(self):
             return self.array.itemsize
@@ -88,9 +98,8 @@ def fake_torch(log):
             log.add("synchronize", self.name)
 
     def empty(shape, dtype=None, pin_memory=False):
-        tensor = Tensor(np.empty(shape, dtype.numpy_type), "cpu")
-        tensor.pinned = pin_memory
-        return tensor
+        torch.allocations.append((threading.current_thread().name, pin_memory))
+        return Tensor(np.empty(shape, dtype.numpy_type), "cpu", pin_memory)
 
     cuda = types.SimpleNamespace(capturing=False)
     main = Stream("main")
@@ -110,10 +119,11 @@ def fake_torch(log):
 
     cuda.stream = stream
     torch.Tensor, torch.empty, torch.cuda = Tensor, empty, cuda
+    torch.uint8, torch.allocations = dtypes[np.dtype(np.uint8)], []
     return torch
 
 
-class CudaOrder(unittest.TestCase):
+class StandIn(unittest.TestCase):
     def setUp(self):
         if "torch" in sys.modules:
             self.skipTest("the real torch is imported; the stand-in cannot replace it")
@@ -125,17 +135,25 @@ class CudaOrder(unittest.TestCase):
         self.dir = tempfile.TemporaryDirectory()
         self.addCleanup(self.dir.cleanup)
 
-    def capture(self, lengths=(16, 16), **options):
+    def arrays(self, lengths=(16, 16)):
+        Tensor = self.torch.Tensor
+        return (Tensor(np.arange(32, dtype=np.float32).reshape(2, 16)),
+                Tensor(np.array(lengths, np.int32)), Tensor(np.zeros((2, 4), np.int64)))
+
+    def capture(self, lengths=(16, 16), reserve=True, **options):
         hook = CaptureHook(os.path.join(self.dir.name, "c.bin"), rank=0, compress=False,
                            **options)
         self.addCleanup(hook.close)
-        Tensor = self.torch.Tensor
-        scores = np.arange(32, dtype=np.float32).reshape(2, 16)
-        kept = hook.capture(Tensor(scores), Tensor(np.array(lengths, np.int32)), 4,
-                            engine_indices=Tensor(np.zeros((2, 4), np.int64)))
+        scores, lengths, indices = self.arrays(lengths)
+        if reserve:
+            self.assertEqual(hook.reserve_pinned(scores, lengths, engine_indices=indices,
+                                                 count=1), 1)
+        kept = hook.capture(scores, lengths, 4, engine_indices=indices)
         hook.flush()
         return hook, kept
 
+
+class CudaOrder(StandIn):
     def test_ordering(self):
         hook, kept = self.capture()
         self.assertTrue(kept)
@@ -175,6 +193,77 @@ class CudaOrder(unittest.TestCase):
         self.assertTrue(kept)            # the values were on the GPU at call time
         self.assertIn("row 1: window [0, 17) ends past row_stride 16", logged.output[0])
         self.assertEqual((hook.stats()["rejected"], hook.stats()["records"]), (1, 0))
+
+
+
+class PinnedMemory(StandIn):
+    """The calling thread never pins memory (cudaHostAlloc blocks it for milliseconds): the
+    buffers come from a pool grown on a thread of its own, ahead of demand."""
+
+    def allocations(self, thread=None):
+        return [name for name, pinned in self.torch.allocations
+                if pinned and (thread is None or name == thread)]
+
+    def wait_for_pool(self, hook, buffers):
+        deadline = time.monotonic() + 10
+        while hook.stats()["pinned_buffers"] < buffers and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    def test_a_miss_drops_and_the_pool_grows_off_the_caller(self):
+        hook, kept = self.capture(reserve=False)
+        self.assertFalse(kept)
+        stats = hook.stats()
+        self.assertEqual((stats["dropped"], stats["dropped_no_pinned"]), (1, 1))
+        self.wait_for_pool(hook, 3)      # one buffer per array
+        self.assertTrue(hook.capture(*self.arrays()[:2], 4, engine_indices=self.arrays()[2]))
+        hook.close()
+        self.assertEqual(self.allocations(threading.current_thread().name), [])
+        self.assertTrue(self.allocations("dsatopk-pinned"))
+        (record,) = read_records(hook.path)
+        self.assertEqual((record.metadata["call"], record.metadata["dropped"]), (1, 1))
+
+    def test_a_spare_follows_each_call(self):
+        hook, kept = self.capture()
+        self.assertTrue(kept)
+        self.wait_for_pool(hook, 6)      # 3 reserved (one per array), 3 spare
+        self.assertEqual(hook.stats()["pinned_buffers"], 6)
+        self.assertEqual(self.allocations(threading.current_thread().name), [])
+
+    def test_block_waits_for_the_pool(self):
+        hook, kept = self.capture(reserve=False, block=True)
+        self.assertTrue(kept)
+        self.assertEqual(hook.stats()["dropped"], 0)
+        self.assertEqual(self.allocations(threading.current_thread().name), [])
+
+    def test_buffers_are_reused(self):
+        hook, _ = self.capture()
+        for _ in range(20):
+            scores, lengths, indices = self.arrays()
+            self.assertTrue(hook.capture(scores, lengths, 4, engine_indices=indices))
+            hook.flush()
+        stats = hook.stats()
+        self.assertLessEqual(stats["pinned_allocated"], 6)
+        self.assertEqual(stats["records"], 21)
+
+    def test_limit_lets_go_of_idle_sizes(self):
+        pool = pinned.PinnedPool(limit_bytes=3 * pinned.SMALLEST_BYTES)
+        self.addCleanup(pool.close)
+        self.assertEqual(pool.reserve([1000], 2), 2)
+        self.assertEqual(pool.stats()["pinned_bytes"], 2 * pinned.SMALLEST_BYTES)
+        taken = pool.take([1000])
+        self.assertIsNotNone(taken)
+        bigger = 2 * pinned.SMALLEST_BYTES
+        self.assertIsNone(pool.take([bigger]))     # no room until the free small one goes
+        deadline = time.monotonic() + 10
+        while pool.take([bigger]) is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        self.assertEqual(pool.stats()["pinned_bytes"], 3 * pinned.SMALLEST_BYTES)
+        pool.give(taken)
+
+    def test_size_classes(self):
+        self.assertEqual(pinned.size_class(1), pinned.SMALLEST_BYTES)
+        self.assertEqual(pinned.size_class(32 << 20), 32 << 20)
+        self.assertEqual(pinned.size_class((32 << 20) + 1), 64 << 20)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import warnings
@@ -270,6 +271,80 @@ class Queue(HookTest):
         hook.close()
         self.assertEqual(hook.stats()["rejected"], 1)
         self.assertEqual(self.records()[0].metadata["dropped"], 2)
+
+
+class FsyncRecorder:
+    """os.fsync that notes the thread it ran on."""
+
+    def __init__(self):
+        self.real = os.fsync
+        self.threads = []
+
+    def __call__(self, fd):
+        self.threads.append(threading.current_thread().name)
+        return self.real(fd)
+
+
+class Fsync(HookTest):
+    def captured(self, calls=3, wait=0.0, **options):
+        recorder = FsyncRecorder()
+        with mock.patch.object(os, "fsync", recorder):
+            hook = self.hook(**options)
+            for i in range(calls):
+                hook.capture(scores_of(2, 16, i), [16, 16], 4, layer=i)
+            self.assertTrue(hook.flush() if wait == "flush" else True)
+            time.sleep(wait if wait != "flush" else 0)
+            before_close = list(recorder.threads)
+            hook.close()
+        return hook, before_close, recorder.threads
+
+    def test_record_syncs_each_record_on_the_writer(self):
+        hook, _, threads = self.captured(fsync="record")
+        self.assertEqual(threads, ["dsatopk-writer"] * 3)
+        self.assertEqual(hook.stats()["fsync"], "record")
+
+    def test_interval_syncs_off_the_writer(self):
+        _, before_close, threads = self.captured(fsync="interval", fsync_interval=0.05,
+                                                 wait=0.5)
+        self.assertTrue(before_close)                 # without flush or close
+        self.assertEqual(set(threads), {"dsatopk-fsync"})
+
+    def test_default_is_interval_and_flush_syncs(self):
+        hook, before_close, _ = self.captured(wait="flush")
+        self.assertEqual(hook.stats()["fsync"], "interval")
+        self.assertTrue(before_close)
+
+    def test_close_syncs_at_flush_and_close_only(self):
+        _, before_close, threads = self.captured(fsync="close", wait=0.3)
+        self.assertEqual(before_close, [])
+        self.assertEqual(threads, ["dsatopk-fsync"])
+        _, before_close, _ = self.captured(fsync="close", wait="flush")
+        self.assertEqual(before_close, ["dsatopk-fsync"])
+
+    def test_none_never_syncs(self):
+        for setting in ("none", False):
+            hook, _, threads = self.captured(fsync=setting, wait="flush")
+            self.assertEqual((threads, hook.stats()["fsync"]), ([], "none"))
+
+    def test_policy_is_checked(self):
+        with self.assertRaisesRegex(ValueError, "fsync: 'sometimes': one of record, interval"):
+            self.hook(fsync="sometimes")
+        with self.assertRaisesRegex(ValueError, "fsync_interval"):
+            self.hook(fsync_interval=0)
+        self.assertEqual(self.hook(fsync=True).stats()["fsync"], "record")
+
+    def test_rotated_files_are_synced_and_closed(self):
+        descriptors = len(os.listdir("/proc/self/fd"))
+        recorder = FsyncRecorder()
+        with mock.patch.object(os, "fsync", recorder):
+            hook = self.hook(max_file_bytes=600, fsync_interval=0.01)
+            for i in range(5):
+                hook.capture(scores_of(2, 64, i), [64, 64], 4, layer=i)
+                hook.flush()
+            hook.close()
+        self.assertEqual(len(hook.paths), 5)
+        self.assertGreaterEqual(len(recorder.threads), 5)
+        self.assertEqual(len(os.listdir("/proc/self/fd")), descriptors)
 
 
 class Rotation(HookTest):
