@@ -304,44 +304,64 @@ static void set_defaults(struct run_options *options)
     options->gpu_prefilter = true;
 }
 
+/* Once every option is read: the options that exclude or need each other, the plugins loaded
+ * and --backends resolved against them. -1 to run, or the exit code. */
+static int finish_options(struct run_options *options)
+{
+    if (options->device_given && options->devices_text)
+        return cli_usage_error(&cmd_run, "--device and --devices exclude each other");
+    if (options->devices_sequential && !options->devices_text)
+        return cli_usage_error(&cmd_run, "--devices-sequential needs --devices");
+    int status = load_plugins(options);
+    if (status != EXIT_AUDIT_OK)
+        return status;
+    if (options->backends_text && parse_backends(options->backends_text, options) != AUDIT_OK)
+        return EXIT_USAGE;
+    if (options->baseline_out && strcmp(options->baseline_out, "-") == 0 &&
+        strcmp(options->out_path, "-") == 0)
+        return cli_usage_error(&cmd_run, "--out - and --baseline-out - would both write to stdout");
+    return -1;
+}
+
+static const struct option run_long_options[] = {
+    { "backends", required_argument, NULL, OPTION_BACKENDS },
+    { "reps", required_argument, NULL, OPTION_REPS },
+    { "noise", required_argument, NULL, OPTION_NOISE },
+    { "out", required_argument, NULL, OPTION_OUT },
+    { "dump-outputs", required_argument, NULL, OPTION_DUMP },
+    { "seed", required_argument, NULL, OPTION_SEED },
+    { "records", required_argument, NULL, OPTION_RECORDS },
+    { "rows", required_argument, NULL, OPTION_ROWS },
+    { "k", required_argument, NULL, OPTION_K },
+    { "device", required_argument, NULL, OPTION_DEVICE },
+    { "graph", no_argument, NULL, OPTION_GRAPH },
+    { "batch-invariance", no_argument, NULL, OPTION_BATCH },
+    { "emulate-smem-per-sm", required_argument, NULL, OPTION_EMULATE },
+    { "format", required_argument, NULL, OPTION_FORMAT },
+    { "quiet", no_argument, NULL, OPTION_QUIET },
+    { "devices", required_argument, NULL, OPTION_DEVICES },
+    { "devices-sequential", no_argument, NULL, OPTION_DEVICES_SEQUENTIAL },
+    { "shard", required_argument, NULL, OPTION_SHARD },
+    { "baseline-out", required_argument, NULL, OPTION_BASELINE_OUT },
+    { "html", required_argument, NULL, OPTION_HTML },
+    { "plugin", required_argument, NULL, OPTION_PLUGIN },
+    { "timeout", required_argument, NULL, OPTION_TIMEOUT },
+    { "no-gpu-prefilter", no_argument, NULL, OPTION_NO_GPU_PREFILTER },
+    { "engine-contract", required_argument, NULL, OPTION_ENGINE_CONTRACT },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
 /* Returns -1 to run, or the exit code: EXIT_AUDIT_OK after --help, EXIT_USAGE, or a plugin's
  * load failure. */
 static int parse_options(int argc, char **argv, struct run_options *options, int *first_path)
 {
-    static const struct option long_options[] = {
-        { "backends", required_argument, NULL, OPTION_BACKENDS },
-        { "reps", required_argument, NULL, OPTION_REPS },
-        { "noise", required_argument, NULL, OPTION_NOISE },
-        { "out", required_argument, NULL, OPTION_OUT },
-        { "dump-outputs", required_argument, NULL, OPTION_DUMP },
-        { "seed", required_argument, NULL, OPTION_SEED },
-        { "records", required_argument, NULL, OPTION_RECORDS },
-        { "rows", required_argument, NULL, OPTION_ROWS },
-        { "k", required_argument, NULL, OPTION_K },
-        { "device", required_argument, NULL, OPTION_DEVICE },
-        { "graph", no_argument, NULL, OPTION_GRAPH },
-        { "batch-invariance", no_argument, NULL, OPTION_BATCH },
-        { "emulate-smem-per-sm", required_argument, NULL, OPTION_EMULATE },
-        { "format", required_argument, NULL, OPTION_FORMAT },
-        { "quiet", no_argument, NULL, OPTION_QUIET },
-        { "devices", required_argument, NULL, OPTION_DEVICES },
-        { "devices-sequential", no_argument, NULL, OPTION_DEVICES_SEQUENTIAL },
-        { "shard", required_argument, NULL, OPTION_SHARD },
-        { "baseline-out", required_argument, NULL, OPTION_BASELINE_OUT },
-        { "html", required_argument, NULL, OPTION_HTML },
-        { "plugin", required_argument, NULL, OPTION_PLUGIN },
-        { "timeout", required_argument, NULL, OPTION_TIMEOUT },
-        { "no-gpu-prefilter", no_argument, NULL, OPTION_NO_GPU_PREFILTER },
-        { "engine-contract", required_argument, NULL, OPTION_ENGINE_CONTRACT },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
     unsigned long long value;
     int option;
     set_defaults(options);
     bool help = false;
     opterr = 0; /* messages come from cli_usage_error */
-    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+    while ((option = getopt_long(argc, argv, ":h", run_long_options, NULL)) != -1) {
         switch (option) {
         case OPTION_BACKENDS:
             /* Resolved after the loop: it may name backends of --plugin files given later. */
@@ -456,20 +476,8 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
         cli_print_usage(&cmd_run, stdout);
         return EXIT_AUDIT_OK;
     }
-    if (options->device_given && options->devices_text)
-        return cli_usage_error(&cmd_run, "--device and --devices exclude each other");
-    if (options->devices_sequential && !options->devices_text)
-        return cli_usage_error(&cmd_run, "--devices-sequential needs --devices");
-    int status = load_plugins(options);
-    if (status != EXIT_AUDIT_OK)
-        return status;
-    if (options->backends_text && parse_backends(options->backends_text, options) != AUDIT_OK)
-        return EXIT_USAGE;
-    if (options->baseline_out && strcmp(options->baseline_out, "-") == 0 &&
-        strcmp(options->out_path, "-") == 0)
-        return cli_usage_error(&cmd_run, "--out - and --baseline-out - would both write to stdout");
     *first_path = optind;
-    return -1;
+    return finish_options(options);
 }
 
 /* ---- what the audit shows while it runs ----------------------------------------------------- */
