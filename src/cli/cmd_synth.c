@@ -162,7 +162,17 @@ static int check_family_option(const char *family, bool given, const char *optio
                            family_a, family_b ? " or " : "", family_b ? family_b : "", family);
 }
 
-static int run_synth(int argc, char **argv)
+/* What the command line asked for; given_* say which family-specific options were written. */
+struct synth_cli {
+    struct synth_params params;
+    const char *output;
+    bool compress, append, list, repair_tail, help;
+    bool given_distinct, given_ties, given_heads, given_rho, given_mu, given_page_size,
+        given_stride_pad;
+};
+
+/* 0, or the exit code of a usage error already printed. */
+static int parse_synth_options(int argc, char **argv, struct synth_cli *cli)
 {
     static const struct option options[] = {
         { "family", required_argument, NULL, 'f' },
@@ -185,76 +195,64 @@ static int run_synth(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct synth_params params = {
-        .rows = 8,
-        .length = 32768,
-        .k = 2048,
-        .tie_count = 512,
-        .heads = 64,
-        .rho = 0.9,
-        .mu = -1.0,
-    };
-    bool compress = false, append = false, list = false, repair_tail = false;
-    bool given_distinct = false, given_ties = false, given_heads = false, given_rho = false,
-         given_mu = false, given_page_size = false, given_stride_pad = false;
-    const char *output = NULL;
+    struct synth_params *params = &cli->params;
     int option;
     opterr = 0; /* our own messages name the option */
-    bool help = false;
     while ((option = getopt_long(argc, argv, ":f:b:L:k:s:zao:h", options, NULL)) != -1) {
         unsigned long long value = 0;
         const char *name = NULL;
         uint32_t *target = NULL;
+        bool *given = NULL;
         switch (option) {
-        case 'f': params.family = optarg; continue;
-        case 'z': compress = true; continue;
-        case 'a': append = true; continue;
-        case 'o': output = optarg; continue;
-        case OPTION_LIST: list = true; continue;
-        case OPTION_REPAIR_TAIL: repair_tail = true; continue;
-        case 'h': help = true; continue;
+        case 'f': params->family = optarg; continue;
+        case 'z': cli->compress = true; continue;
+        case 'a': cli->append = true; continue;
+        case 'o': cli->output = optarg; continue;
+        case OPTION_LIST: cli->list = true; continue;
+        case OPTION_REPAIR_TAIL: cli->repair_tail = true; continue;
+        case 'h': cli->help = true; continue;
         case 's':
             if (cli_parse_uint(optarg, UINT64_C(1) << 53, &value) < 0)
                 return cli_usage_error(&cmd_synth, "--seed: '%s' is not an integer in [0, 2^53]",
                                        optarg);
-            params.seed = value;
+            params->seed = value;
             continue;
         case OPTION_RHO:
         case OPTION_MU: {
-            double *number = option == OPTION_RHO ? &params.rho : &params.mu;
+            double *number = option == OPTION_RHO ? &params->rho : &params->mu;
             if (parse_double(optarg, number) < 0)
                 return cli_usage_error(&cmd_synth, "%s: '%s' is not a finite number",
                                        option == OPTION_RHO ? "--rho" : "--mu", optarg);
-            *(option == OPTION_RHO ? &given_rho : &given_mu) = true;
+            *(option == OPTION_RHO ? &cli->given_rho : &cli->given_mu) = true;
             continue;
         }
-        case 'b': name = "--rows"; target = &params.rows; break;
-        case 'L': name = "--length"; target = &params.length; break;
-        case 'k': name = "--k"; target = &params.k; break;
+        case 'b': name = "--rows"; target = &params->rows; break;
+        case 'L': name = "--length"; target = &params->length; break;
+        case 'k': name = "--k"; target = &params->k; break;
         case OPTION_DISTINCT:
             name = "--distinct";
-            target = &params.plateau_distinct;
-            given_distinct = true;
+            target = &params->plateau_distinct;
+            given = &cli->given_distinct;
             break;
         case OPTION_TIES:
             name = "--ties";
-            target = &params.tie_count;
-            given_ties = true;
+            target = &params->tie_count;
+            given = &cli->given_ties;
             break;
         case OPTION_HEADS:
             name = "--heads";
-            target = &params.heads;
-            given_heads = true;
+            target = &params->heads;
+            given = &cli->given_heads;
             break;
         case OPTION_PAGE_SIZE:
             name = "--page-size";
-            target = &params.page_size;
-            given_page_size = true;
+            target = &params->page_size;
+            given = &cli->given_page_size;
             break;
         case OPTION_STRIDE_PAD:
             name = "--stride-pad";
-            target = &params.stride_pad;
-            given_stride_pad = true;
+            target = &params->stride_pad;
+            given = &cli->given_stride_pad;
             break;
         default: return cli_option_error(&cmd_synth, option, argv);
         }
@@ -262,47 +260,82 @@ static int run_synth(int argc, char **argv)
             return cli_usage_error(&cmd_synth, "%s: '%s' is not an unsigned 32-bit integer", name,
                                    optarg);
         *target = (uint32_t)value;
+        if (given)
+            *given = true;
     }
-    if (help) {
+    if (optind < argc && !cli->help)
+        return cli_usage_error(&cmd_synth, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+/* The options together, once --help and --list are out of the way: 0 or a usage exit code. */
+static int check_synth_options(const struct synth_cli *cli)
+{
+    const struct synth_params *params = &cli->params;
+    if (!params->family)
+        return cli_usage_error(&cmd_synth, "--family is required (see --list)");
+    if (!cli->output)
+        return cli_usage_error(&cmd_synth, "-o/--output FILE is required");
+    if (cli->repair_tail && !cli->append)
+        return cli_usage_error(&cmd_synth, "--repair-tail applies only with --append");
+    if (strcmp(cli->output, "-") == 0)
+        return cli_usage_error(&cmd_synth, "-o: a capture is binary; give a file path, not '-'");
+    if ((cli->given_page_size && params->page_size == 0) ||
+        (cli->given_heads && params->heads == 0) ||
+        (cli->given_stride_pad && params->stride_pad == 0))
+        return cli_usage_error(&cmd_synth, "%s: 0 is not allowed (leave the option out for the "
+                               "default)", cli->given_page_size && params->page_size == 0 ?
+                               "--page-size" : cli->given_heads && params->heads == 0 ?
+                               "--heads" : "--stride-pad");
+    const char *family = params->family;
+    int usage = 0;
+    if ((usage = check_family_option(family, cli->given_distinct, "--distinct", "plateau",
+                                     NULL)) ||
+        (usage = check_family_option(family, cli->given_ties, "--ties", "tie", NULL)) ||
+        (usage = check_family_option(family, cli->given_heads, "--heads", "indexer", NULL)) ||
+        (usage = check_family_option(family, cli->given_rho, "--rho", "indexer", NULL)) ||
+        (usage = check_family_option(family, cli->given_mu, "--mu", "indexer", NULL)) ||
+        (usage = check_family_option(family, cli->given_page_size, "--page-size", "paged",
+                                     NULL)) ||
+        (usage = check_family_option(family, cli->given_stride_pad, "--stride-pad", "padded",
+                                     "offsets")))
+        return usage;
+    return 0;
+}
+
+static int run_synth(int argc, char **argv)
+{
+    struct synth_cli cli = {
+        .params = {
+            .rows = 8,
+            .length = 32768,
+            .k = 2048,
+            .tie_count = 512,
+            .heads = 64,
+            .rho = 0.9,
+            .mu = -1.0,
+        },
+    };
+    int usage = parse_synth_options(argc, argv, &cli);
+    if (usage)
+        return usage;
+    if (cli.help) {
         cli_print_usage(&cmd_synth, stdout);
         return EXIT_AUDIT_OK;
     }
-    if (optind < argc)
-        return cli_usage_error(&cmd_synth, "unexpected argument '%s'", argv[optind]);
-    if (list) {
+    if (cli.list) {
         for (int i = 0; synth_family_names[i]; i++)
             printf("%-11s %s\n", synth_family_names[i], family_description(synth_family_names[i]));
         return EXIT_AUDIT_OK;
     }
-    if (!params.family)
-        return cli_usage_error(&cmd_synth, "--family is required (see --list)");
-    if (!output)
-        return cli_usage_error(&cmd_synth, "-o/--output FILE is required");
-    if (repair_tail && !append)
-        return cli_usage_error(&cmd_synth, "--repair-tail applies only with --append");
-    if (strcmp(output, "-") == 0)
-        return cli_usage_error(&cmd_synth, "-o: a capture is binary; give a file path, not '-'");
-    if ((given_page_size && params.page_size == 0) || (given_heads && params.heads == 0) ||
-        (given_stride_pad && params.stride_pad == 0))
-        return cli_usage_error(&cmd_synth, "%s: 0 is not allowed (leave the option out for the "
-                               "default)", given_page_size && params.page_size == 0 ? "--page-size"
-                               : given_heads && params.heads == 0 ? "--heads" : "--stride-pad");
-    int usage = 0;
-    if ((usage = check_family_option(params.family, given_distinct, "--distinct", "plateau",
-                                     NULL)) ||
-        (usage = check_family_option(params.family, given_ties, "--ties", "tie", NULL)) ||
-        (usage = check_family_option(params.family, given_heads, "--heads", "indexer", NULL)) ||
-        (usage = check_family_option(params.family, given_rho, "--rho", "indexer", NULL)) ||
-        (usage = check_family_option(params.family, given_mu, "--mu", "indexer", NULL)) ||
-        (usage = check_family_option(params.family, given_page_size, "--page-size", "paged",
-                                     NULL)) ||
-        (usage = check_family_option(params.family, given_stride_pad, "--stride-pad", "padded",
-                                     "offsets")))
+    if ((usage = check_synth_options(&cli)))
         return usage;
 
+    const struct synth_params *params = &cli.params;
+    const char *output = cli.output;
     struct capture_record record;
     struct audit_error err = { 0 };
-    int status = synth_generate(&params, &record, &err);
+    int status = synth_generate(params, &record, &err);
     if (status == AUDIT_EUSAGE) {
         const char *option_name = option_for_message(err.message);
         const char *text = strncmp(err.message, "synth: ", 7) == 0 ? err.message + 7 : err.message;
@@ -315,9 +348,9 @@ static int run_synth(int argc, char **argv)
     if ((status = add_tool_metadata(&record, &err)) < 0)
         goto error;
     struct capture_tail tail = { .state = CAPTURE_READ_END };
-    const struct capture_append_options append_options = { compress, repair_tail };
-    status = append ? capture_append(output, &record, &append_options, &tail, &err)
-                    : capture_write_record(output, &record, compress, &err);
+    const struct capture_append_options append_options = { cli.compress, cli.repair_tail };
+    status = cli.append ? capture_append(output, &record, &append_options, &tail, &err)
+                        : capture_write_record(output, &record, cli.compress, &err);
     if (status < 0)
         goto error;
     if (tail.state != CAPTURE_READ_END)
@@ -325,8 +358,8 @@ static int run_synth(int argc, char **argv)
                terminal_safe(output), tail.problem, tail.records, tail.records == 1 ? "" : "s",
                tail.intact_bytes);
     printf("%s: %s %s, %u rows x %u, k %u, seed %llu%s\n", terminal_safe(output),
-           append ? "appended" : "wrote", params.family, record.rows, params.length, record.k,
-           (unsigned long long)params.seed, compress ? ", zlib" : "");
+           cli.append ? "appended" : "wrote", params->family, record.rows, params->length,
+           record.k, (unsigned long long)params->seed, cli.compress ? ", zlib" : "");
     capture_record_free(&record);
     return EXIT_AUDIT_OK;
 error:
