@@ -6,9 +6,9 @@
 # shipped-report.json, bench.json, torch-bench.json.
 # Usage: scripts/device-check.sh [STEP...]
 #   steps: suite split cluster kernel sanitize sanitize-run sanitize-plugins run isolation
-#   devices breakdown ab bench bench-ab phases bench-paths racecheck racecheck-split hash-share
-#   flashinfer fidelity peers (default: suite sanitize run isolation devices bench; the others are
-#   slow or only needed when what they test changed)
+#   devices devices-parallel devices-all handover breakdown ab bench bench-ab phases bench-paths
+#   racecheck racecheck-split hash-share flashinfer fidelity peers (default: suite sanitize run isolation
+#   devices bench; the others are slow or only needed when what they test changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
 mkdir -p "$OUT"
@@ -30,6 +30,27 @@ step() {
     local rc=$?
     printf '%-22s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - start))" \
         "$(grep -v '^\s*$' "$LOG" | tail -1 | cut -c1-120)"
+}
+
+# timed_run NAME ARGS...: `dsatopk-audit run ARGS...` (its output in /tmp/NAME.txt; RUN_BINARY
+# names another build), then one line in logs.txt and on stdout: NAME, the exit code and the
+# process's wall time in ms; "NAME RC WALL_MS" is also appended to /tmp/timed-runs.txt.
+timed_run() {
+    local name=$1 started rc wall
+    shift
+    started=$(date +%s%N)
+    timeout 500 "${RUN_BINARY:-dsatopk-audit}" run "$@" >"/tmp/$name.txt" 2>&1
+    rc=$?
+    wall=$((($(date +%s%N) - started) / 1000000))
+    echo "$name: rc $rc, wall ${wall} ms (run $*)" | tee -a "$LOG"
+    echo "$name $rc $wall" >>/tmp/timed-runs.txt
+}
+
+# seed_captures: the seed-harness captures in /tmp/seed, made unless a complete set is there
+# (make-seed-captures.sh writes random_64x262144.bin last, each file under a temporary name).
+seed_captures() {
+    [ -f /tmp/seed/random_64x262144.bin ] || step seed-captures 120 \
+        scripts/make-seed-captures.sh /tmp/seed device-bundle/bin/dsatopk-audit
 }
 
 # build_binary NAME: the binary of an A/B build: "new" is this one, any other NAME the older
@@ -170,6 +191,12 @@ for s in $steps; do
         # process's ERROR SUMMARY.
         step run-memcheck 300 bash scripts/sanitizer-run.sh memcheck dsatopk-audit run --reps 3 \
             --graph --batch-invariance --records 0-2 --out /tmp/run-memcheck.json captures/edge.bin
+        # The same with --devices 0,0: a pass process beside the main one, each with its own
+        # session worker (plateau.bin's 8 MiB records reach them in a memfd). Records 0 and 2 of
+        # each file: every backend passes there, fi-* included, so the run must exit 0.
+        step run-memcheck-devices 300 bash scripts/sanitizer-run.sh memcheck dsatopk-audit run \
+            --reps 3 --devices 0,0 --records 0,2 --out /tmp/run-memcheck-devices.json \
+            captures/edge.bin captures/plateau.bin
         ;;
     sanitize-plugins)
         # The example plugin under memcheck and initcheck: test_gpu_plugins' cases (every synth
@@ -207,6 +234,112 @@ sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
             --baseline-out /tmp/baseline.json captures
         step gate-devices 60 dsatopk-audit gate --baseline /tmp/baseline.json \
             --out /tmp/gate.json "$OUT/devices-report.json"
+        ;;
+    devices-parallel)
+        # Wall time of `run --devices 0` against `--devices 0,0` at once (two pass processes
+        # sharing the GPU) and in turn (--devices-sequential), on the seed captures, rounds
+        # alternating (DEVICES_ROUNDS, default 2). Prints the table of docs/PERF.md "Several
+        # devices at once" (each run's wall time, the median, the ratio to --devices 0, the
+        # kernel time summed over every entry), then whether the deterministic backends' outputs
+        # are the same in all three (last round's reports).
+        seed_captures
+        rm -f /tmp/timed-runs.txt
+        for round in $(seq "${DEVICES_ROUNDS:-2}"); do
+            timed_run "devices-one-$round" --reps 25 --devices 0 --out /tmp/devices-one.json /tmp/seed
+            timed_run "devices-at-once-$round" --reps 25 --devices 0,0 \
+                --out /tmp/devices-at-once.json /tmp/seed
+            timed_run "devices-in-turn-$round" --reps 25 --devices 0,0 --devices-sequential \
+                --out /tmp/devices-in-turn.json /tmp/seed
+        done
+        cp /tmp/devices-at-once.json "$OUT/devices-at-once-report.json"
+        python3 - /tmp/timed-runs.txt /tmp/devices-one.json /tmp/devices-at-once.json \
+            /tmp/devices-in-turn.json <<'PY' | tee -a "$LOG"
+import json, statistics, sys
+deterministic = ("bitonic", "sort", "filtered-det", "fi-graph-safe")
+modes = (("one", "`--devices 0`"), ("at-once", "`--devices 0,0`"),
+         ("in-turn", "`--devices 0,0 --devices-sequential`"))
+walls = {mode: [] for mode, _ in modes}
+for line in open(sys.argv[1]):
+    name, rc, wall = line.split()
+    mode = name[len("devices-"):name.rindex("-")]
+    walls[mode].append(int(wall) if rc == "0" else None)
+reports = [json.load(open(path)) for path in sys.argv[2:]]
+def kernel_s(report):
+    return sum((d.get("time_breakdown_ms") or {}).get("kernel_ms") or 0 for r in report["records"]
+               for b in r["backends"] for d in b.get("per_device", [])) / 1000.0
+first = reports[0]
+print(f"devices-parallel: {len(first['records'])} records x {len(first['context']['backends'])} "
+      f"backends, --reps 25, on {(first['context']['device'] or {}).get('name')}")
+print("| run | wall time per round (s) | median | vs `--devices 0` | kernels, all entries (s) |")
+print("| --- | --- | --- | --- | --- |")
+base = None
+for (mode, label), report in zip(modes, reports):
+    ok = [w for w in walls[mode] if w is not None]
+    median = statistics.median(ok) / 1000.0 if ok else None
+    base = base or median
+    rounds = ", ".join("failed" if w is None else f"{w / 1000.0:.2f}" for w in walls[mode])
+    ratio = f"{median / base:.2f}x" if median and base else "-"
+    print(f"| {label} | {rounds} | {median or 0:.2f} | {ratio} | {kernel_s(report):.2f} |")
+def outputs(report):
+    return {(r["file"], r["index"], b["name"], d["device"]["index"]): tuple(sorted(set(d["output_sha256_per_rep"])))
+            for r in report["records"] for b in r["backends"] if b["name"] in deterministic
+            for d in b.get("per_device", []) if d["status"] == "ok"}
+one = {key[:3]: value for key, value in outputs(reports[0]).items()}
+for name, report in zip(("at once", "in turn"), reports[1:]):
+    got = outputs(report)
+    differ = [key for key, value in got.items() if one.get(key[:3]) != value or len(value) != 1]
+    print(f"devices-parallel {name}: devices_concurrent {report['context']['devices_concurrent']}, "
+          f"{len(got)} deterministic entries, {len(differ)} differ from --devices 0 {differ[:3]}")
+PY
+        ;;
+    devices-all)
+        # Every GPU of the host at once (the cross-GPU audit): `run --devices all --baseline-out`
+        # over the shipped and seed captures, timed against one GPU (`--devices 0`, same inputs),
+        # then `gate` of every device's entries (per_device[]) against the baseline. Goal: the wall
+        # time within 1.3x of one GPU's; deterministic backends identical on every GPU.
+        seed_captures
+        nvidia-smi -L | tee -a "$LOG"
+        timed_run devices-all-one --reps 25 --devices 0 --out /tmp/devices-all-one.json \
+            captures /tmp/seed
+        timed_run devices-all --reps 25 --devices all --baseline-out "$OUT/devices-all-baseline.json" \
+            --out "$OUT/devices-all-report.json" captures /tmp/seed
+        grep '^# cross-device' /tmp/devices-all.txt | tee -a "$LOG"
+        step gate-devices-all 120 dsatopk-audit gate --baseline "$OUT/devices-all-baseline.json" \
+            --out "$OUT/devices-all-gate.json" "$OUT/devices-all-report.json"
+        python3 - /tmp/devices-all-one.json "$OUT/devices-all-report.json" <<'PY' | tee -a "$LOG"
+import json, sys
+one, every = (json.load(open(path)) for path in sys.argv[1:])
+block = every.get("cross_device", {})
+print(f"devices-all: {len(every['context']['devices'])} device(s) {every['context']['devices']}, "
+      f"devices_concurrent {every['context']['devices_concurrent']}, complete {every['complete']}, "
+      f"exit {every['exit_code']}; cross_device {block.get('summary')}")
+PY
+        ;;
+    handover)
+        # A record too big for the session's socket copy (1.1 GiB of scores: older builds forked
+        # a worker, with its own CUDA start, for any record over 1 GiB) between two small ones:
+        # the session worker maps it from a memfd and keeps its CUDA context. Prints the wall
+        # time and each record's backends_ms and device_open_ms, for this build and each build
+        # NAME in HANDOVER_BUILDS (device-bundle/bin/dsatopk-audit-NAME). docs/PERF.md "The
+        # audit itself".
+        rm -f /tmp/handover.bin
+        step handover-synth 120 bash -c 'dsatopk-audit synth -f relu -b 16 -L 131072 -k 2048 -s 1 \
+            -o /tmp/handover.bin && dsatopk-audit synth -f relu -b 2304 -L 131072 -k 2048 -s 2 \
+            -a -o /tmp/handover.bin && dsatopk-audit synth -f relu -b 16 -L 131072 -k 2048 -s 3 \
+            -a -o /tmp/handover.bin'
+        for build in new ${HANDOVER_BUILDS:-}; do
+            RUN_BINARY=$(build_binary "$build") timed_run "handover-$build" --reps 3 \
+                --backends bitonic,sort --out "/tmp/handover-$build.json" /tmp/handover.bin
+            python3 - "/tmp/handover-$build.json" "$build" <<'PY' | tee -a "$LOG"
+import json, sys
+report = json.load(open(sys.argv[1]))
+for r in report["records"]:
+    opened = sum(b["time_breakdown_ms"]["device_open_ms"] for b in r["backends"])
+    print(f"handover {sys.argv[2]}: record {r['index']} ({r['rows']} rows): backends_ms "
+          f"{r['time_breakdown_ms']['backends_ms']:.0f}, device_open_ms {opened:.0f}, "
+          f"{[b['status'] for b in r['backends']]}")
+PY
+        done
         ;;
     run)
         step seed-captures 120 scripts/make-seed-captures.sh /tmp/seed device-bundle/bin/dsatopk-audit
@@ -255,8 +388,7 @@ sys.exit(0 if s["status"]["ok"] == 11 and s["backends_pass"] == 11 else 1)' \
         # every record x backend) on the seed captures, for this binary and each build named in
         # HASH_BUILDS (default "ossl": -Dsha256=openssl, carried as dsatopk-audit-ossl): the
         # measurement behind the sha256 option's default (docs/PERF.md "The audit itself").
-        [ -d /tmp/seed ] || step seed-captures 120 scripts/make-seed-captures.sh /tmp/seed \
-            device-bundle/bin/dsatopk-audit
+        seed_captures
         for build in new ${HASH_BUILDS:-ossl}; do
             binary=$(build_binary "$build")
             started=$(date +%s%N)

@@ -4,7 +4,8 @@
  * record_done per audited record with one table line per backend, the records and their global
  * numbers in the report, --shard and --records selection, a missing input and a --rows row a
  * record lacks reported as messages and input errors with their exit codes, a stop request
- * before the audit (exit 130, no report), and what the report's context says about the run. */
+ * before the audit (exit 130, no report), and what the report's context says about the run
+ * (devices_concurrent: null without --devices, false for a single entry). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -174,6 +175,7 @@ static void test_every_record(void **state)
     assert_string_equal(cJSON_GetStringValue(child(context, "version_string")), "test");
     assert_true(cJSON_IsNull(child(context, "shard")));
     assert_true(cJSON_IsNull(child(context, "devices")));
+    assert_true(cJSON_IsNull(child(context, "devices_concurrent")));
     assert_int_equal(cJSON_GetNumberValue(child(result.report.root, "exit_code")), 0);
     audit_result_release(&result);
 }
@@ -261,6 +263,8 @@ static void test_devices_block(void **state)
     assert_non_null(child(result.report.root, "cross_device"));
     const cJSON *listed = child(child(result.report.root, "context"), "devices");
     assert_int_equal(cJSON_GetArraySize(listed), 1);
+    /* One entry: nothing ran beside it. */
+    assert_true(cJSON_IsFalse(child(child(result.report.root, "context"), "devices_concurrent")));
     audit_result_release(&result);
 }
 

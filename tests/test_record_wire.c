@@ -1,14 +1,18 @@
 /* Unit tests of src/replay/record_wire.c, how `run` hands a record to its session worker: a record
  * with every optional part (row starts, padding, page tables, engine indices, metadata) comes
  * back field for field and byte for byte, with its k, file and stem; a buffer one byte short or
- * long, or with a string missing its NUL, is refused; a record past RECORD_WIRE_MAX_BYTES is not
- * encoded (the caller forks a worker for it instead). */
+ * long, or with a string missing its NUL, is refused; a record past RECORD_WIRE_SOCKET_MAX_BYTES
+ * is not encoded for the socket; the file in memory (record_wire_encode_file) holds the same
+ * bytes, for a record of any size: one over the socket's limit decodes from its mapping. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -101,6 +105,58 @@ static void test_round_trip_of_every_part(void **state)
     }
 }
 
+/* The file's bytes, mapped privately as the session worker maps them. */
+static void *map_file(int file, size_t bytes)
+{
+    void *mapped = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, file, 0);
+    assert_true(mapped != MAP_FAILED);
+    return mapped;
+}
+
+static void test_file_holds_the_same_bytes(void **state)
+{
+    (void)state;
+    struct capture_record record, back;
+    make_record("paged", &record, true);
+    size_t bytes = 0, file_bytes = 0;
+    void *buffer = record_wire_encode(&record, 11, "captures/x.bin", "x", &bytes);
+    assert_non_null(buffer);
+    const int file = record_wire_encode_file(&record, 11, "captures/x.bin", "x", &file_bytes);
+    assert_true(file >= 0);
+    assert_int_equal(file_bytes, bytes);
+    assert_int_equal(lseek(file, 0, SEEK_END), (off_t)bytes);
+    void *mapped = map_file(file, file_bytes);
+    assert_memory_equal(mapped, buffer, bytes);
+    munmap(mapped, file_bytes);
+    close(file);
+    free(buffer);
+    capture_record_free(&record);
+
+    /* Over the socket's limit: no buffer, but a file that decodes to the record. */
+    struct synth_params params = { .family = "random", .rows = 4,
+                                   .length = (uint32_t)(RECORD_WIRE_SOCKET_MAX_BYTES / 16 + 7),
+                                   .k = 5, .seed = 9 };
+    struct audit_error err = { 0 };
+    assert_int_equal(synth_generate(&params, &record, &err), 0);
+    assert_null(record_wire_encode(&record, 5, "big.bin", "big", &bytes));
+    const int big = record_wire_encode_file(&record, 5, "big.bin", "big", &file_bytes);
+    assert_true(big >= 0);
+    assert_true(file_bytes > RECORD_WIRE_SOCKET_MAX_BYTES);
+    mapped = map_file(big, file_bytes);
+    uint32_t k = 0;
+    const char *name = NULL, *stem = NULL;
+    assert_true(record_wire_decode(mapped, file_bytes, &back, &k, &name, &stem));
+    assert_int_equal(k, 5);
+    assert_string_equal(name, "big.bin");
+    assert_int_equal(back.rows, record.rows);
+    assert_memory_equal(back.scores, record.scores,
+                        (size_t)record.rows * record.row_stride * sizeof(float));
+    assert_memory_equal(back.lengths, record.lengths, record.rows * sizeof(int32_t));
+    munmap(mapped, file_bytes);
+    close(big);
+    capture_record_free(&record);
+}
+
 static void test_too_big_is_not_encoded(void **state)
 {
     (void)state;
@@ -114,12 +170,19 @@ static void test_too_big_is_not_encoded(void **state)
     record.rows = 1;
     record.row_stride = (uint64_t)INT32_MAX;
     assert_null(record_wire_encode(&record, 1, "f", "s", &bytes));
+    /* Sizes that overflow are refused by the file too, before anything is written. */
+    record.rows = 4;
+    record.row_stride = UINT64_MAX / 2;
+    errno = 0;
+    assert_int_equal(record_wire_encode_file(&record, 1, "f", "s", &bytes), -1);
+    assert_int_equal(errno, EOVERFLOW);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_of_every_part),
+        cmocka_unit_test(test_file_holds_the_same_bytes),
         cmocka_unit_test(test_too_big_is_not_encoded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

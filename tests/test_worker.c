@@ -6,7 +6,9 @@
  * ever left behind. A keeper answers once and stays alive until stopped; a keeper that fails
  * before its answer is reported like a task and nothing is kept. A session serves job after job
  * in one child (its start-up run once), gets each job's bytes intact, and after a crash, a hang
- * or a child that leaves goes on in a fresh child, charging only the task that failed. */
+ * or a child that leaves goes on in a fresh child, charging only the task that failed; a job
+ * given as a file (a memfd) reaches the child intact whatever its size, the child's writes to it
+ * stay its own, and a fresh child after a crash maps the same file. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -457,6 +460,10 @@ static int session_job_main(struct worker_channel *channel, size_t first, void *
     uint32_t sum = 0;
     for (uint32_t i = 0; i < header->payload_bytes; i++)
         sum = sum * 31 + payload[i];
+    /* The child's writes to its job stay its own (a job file is mapped privately): a fresh
+     * child given the same job after a crash finds it intact. */
+    if (header->payload_bytes)
+        ((unsigned char *)job)[sizeof(*header)] ^= 0xff;
     for (size_t task = first; task < SESSION_JOB_TASKS; task++) {
         char text[128];
         switch (header->at[task]) {
@@ -507,11 +514,9 @@ static int on_session_result(void *user, size_t task, const struct worker_event 
     return AUDIT_OK;
 }
 
-/* Runs job id with the given behaviours and a payload of payload_bytes. */
-static int run_session_job_within(struct worker_session *session, int id,
-                                  const enum behaviour at[SESSION_JOB_TASKS],
-                                  uint32_t payload_bytes, unsigned timeout_ms,
-                                  struct session_seen *seen)
+/* Job id with the given behaviours and a payload of payload_bytes (malloc'd). */
+static struct session_job *make_session_job(int id, const enum behaviour at[SESSION_JOB_TASKS],
+                                            uint32_t payload_bytes)
 {
     struct session_job *job = malloc(sizeof(*job) + payload_bytes);
     assert_non_null(job);
@@ -524,12 +529,41 @@ static int run_session_job_within(struct worker_session *session, int id,
         payload[i] = (unsigned char)(i * 7 + (uint32_t)id);
         job->payload_sum = job->payload_sum * 31 + payload[i];
     }
+    return job;
+}
+
+/* Runs job id with the given behaviours and a payload of payload_bytes. */
+static int run_session_job_within(struct worker_session *session, int id,
+                                  const enum behaviour at[SESSION_JOB_TASKS],
+                                  uint32_t payload_bytes, unsigned timeout_ms,
+                                  struct session_seen *seen)
+{
+    struct session_job *job = make_session_job(id, at, payload_bytes);
     struct audit_error err = { 0 };
     memset(seen, 0, sizeof(*seen));
     int status = worker_session_run_job(session, job, sizeof(*job) + payload_bytes,
                                         SESSION_JOB_TASKS, on_session_result, seen, timeout_ms,
                                         &err);
     free(job);
+    return status;
+}
+
+/* The same job given as a file in memory (worker_session_run_job_file). */
+static int run_session_job_file(struct worker_session *session, int id,
+                                const enum behaviour at[SESSION_JOB_TASKS],
+                                uint32_t payload_bytes, struct session_seen *seen)
+{
+    struct session_job *job = make_session_job(id, at, payload_bytes);
+    const size_t bytes = sizeof(*job) + payload_bytes;
+    const int file = memfd_create("test_worker_job", MFD_CLOEXEC);
+    assert_true(file >= 0);
+    assert_int_equal(write(file, job, bytes), (ssize_t)bytes);
+    free(job);
+    struct audit_error err = { 0 };
+    memset(seen, 0, sizeof(*seen));
+    int status = worker_session_run_job_file(session, file, bytes, SESSION_JOB_TASKS,
+                                             on_session_result, seen, 2000, &err);
+    close(file);
     return status;
 }
 
@@ -540,28 +574,40 @@ static int run_session_job(struct worker_session *session, int id,
     return run_session_job_within(session, id, at, payload_bytes, 2000, seen);
 }
 
+/* Every task of job came back intact from child, whose start-up ran once. */
+static void assert_served_whole(const struct session_seen *seen, int job, int child)
+{
+    assert_int_equal(seen->count, SESSION_JOB_TASKS);
+    for (size_t t = 0; t < SESSION_JOB_TASKS; t++) {
+        char want[128];
+        snprintf(want, sizeof(want), "job %d task %zu pid %d starts 1 ok", job, t, child);
+        assert_int_equal(seen->outcome[t], WORKER_MESSAGE);
+        assert_string_equal(seen->text[t], want);
+    }
+}
+
+/* A session started before its first job; returns its child's pid. */
+static int start_session(struct worker_session *session)
+{
+    struct audit_error err = { 0 };
+    worker_stop_clear();
+    worker_session_init(session, session_job_main, session_child_start, NULL);
+    assert_int_equal(worker_session_start(session, &err), 0);
+    assert_true(session->pid > 0);
+    return (int)session->pid;
+}
+
 static void test_session_serves_jobs_in_one_child(void **unused)
 {
     (void)unused;
     struct worker_session session;
-    struct audit_error err = { 0 };
     struct session_seen seen;
-    worker_stop_clear();
-    worker_session_init(&session, session_job_main, session_child_start, NULL);
-    assert_int_equal(worker_session_start(&session, &err), 0);
-    const int child = (int)session.pid;
-    assert_true(child > 0);
+    const int child = start_session(&session);
     /* Jobs of 0 bytes of payload to 3 MiB (more than a socket buffer): each arrives intact. */
     static const uint32_t payloads[] = { 0, 1, 4096, 3u << 20 };
     for (int job = 0; job < 4; job++) {
         assert_int_equal(run_session_job(&session, job, all_send, payloads[job], &seen), 0);
-        assert_int_equal(seen.count, SESSION_JOB_TASKS);
-        for (size_t t = 0; t < SESSION_JOB_TASKS; t++) {
-            char want[128];
-            snprintf(want, sizeof(want), "job %d task %zu pid %d starts 1 ok", job, t, child);
-            assert_int_equal(seen.outcome[t], WORKER_MESSAGE);
-            assert_string_equal(seen.text[t], want);
-        }
+        assert_served_whole(&seen, job, child);
     }
     assert_int_equal(session.pid, child);
     assert_int_equal(session.stats.processes, 1);
@@ -570,8 +616,39 @@ static void test_session_serves_jobs_in_one_child(void **unused)
     assert_no_children();
 }
 
-/* Children forked while a session lives (here a keeper; in `run`, a worker for a record too big
- * for the session, or a probe started after the session) do not keep the session's socket open:
+/* Jobs in a file, one session child for all of them (bigger than the socket would hold, too,
+ * and between jobs sent through the socket); after a crash the fresh child maps the same file,
+ * untouched by the writes of the child before it. */
+static void test_session_jobs_in_files(void **unused)
+{
+    (void)unused;
+    struct worker_session session;
+    struct session_seen seen;
+    const int child = start_session(&session);
+    static const uint32_t payloads[] = { 0, 1, 4096, 40u << 20 };
+    for (int job = 0; job < 4; job++) {
+        assert_int_equal(run_session_job_file(&session, job, all_send, payloads[job], &seen), 0);
+        assert_served_whole(&seen, job, child);
+        assert_int_equal(run_session_job(&session, 10 + job, all_send, 100, &seen), 0);
+        assert_int_equal(seen.pid[3], child);
+    }
+    assert_int_equal(session.stats.processes, 1);
+    static const enum behaviour crash[SESSION_JOB_TASKS] = { SEND, SEGFAULT, SEND, SEND };
+    assert_int_equal(run_session_job_file(&session, 5, crash, 3u << 20, &seen), 0);
+    assert_int_equal(seen.outcome[0], WORKER_MESSAGE);
+    assert_int_equal(seen.outcome[1], WORKER_CRASH);
+    for (size_t t = 2; t < SESSION_JOB_TASKS; t++) {
+        assert_int_equal(seen.outcome[t], WORKER_MESSAGE);
+        assert_non_null(strstr(seen.text[t], "starts 1 ok"));
+        assert_true(seen.pid[t] != seen.pid[0]);
+    }
+    assert_int_equal(session.stats.processes, 2);
+    worker_session_stop(&session);
+    assert_no_children();
+}
+
+/* Children forked while a session lives (here a keeper; in `run`, a worker for a record no memfd
+ * could hold, or a probe started after the session) do not keep the session's socket open:
  * stopping the session ends its child at once, not after the grace period. */
 static void test_session_stops_at_once_beside_later_children(void **unused)
 {
@@ -774,6 +851,7 @@ int main(void)
         cmocka_unit_test(test_keeper_stays_until_stopped),
         cmocka_unit_test(test_keeper_failures_keep_nothing),
         cmocka_unit_test(test_session_serves_jobs_in_one_child),
+        cmocka_unit_test(test_session_jobs_in_files),
         cmocka_unit_test(test_session_stops_at_once_beside_later_children),
         cmocka_unit_test(test_session_goes_on_after_failures),
         cmocka_unit_test(test_session_start_hang_is_a_hang),

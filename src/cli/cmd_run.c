@@ -63,9 +63,11 @@ static const char run_usage[] =
     "                           each record's metadata \"contract\"; default: a valid top-k in\n"
     "                           any order)\n"
     "  --device N               CUDA device ordinal (default 0)\n"
-    "  --devices LIST           run the whole audit on each listed device in turn (e.g. 0,1 or\n"
-    "                           all; a device listed twice is compared with itself) and add a\n"
-    "                           cross_device block: do the output hashes agree across devices?\n"
+    "  --devices LIST           run the whole audit on each listed device, all at once (e.g. 0,1\n"
+    "                           or all; a device listed twice is compared with itself: two\n"
+    "                           workers share it) and add a cross_device block: do the output\n"
+    "                           hashes agree across devices?\n"
+    "  --devices-sequential     with --devices: one device after another instead\n"
     "  --shard I/N              audit every N-th selected record starting at I (records numbered\n"
     "                           across the inputs in order); `merge` joins the shard reports\n"
     "  --baseline-out FILE      also write the baseline subset of the report for `gate`\n"
@@ -122,6 +124,7 @@ struct run_options {
     size_t device_count;
     bool all_devices;             /* --devices all: the engine lists what the probe finds */
     const char *devices_text;
+    bool devices_sequential;
     uint32_t shard_index, shard_count; /* shard_count 0: no --shard */
     const char *baseline_out;
     const char *html_out; /* --html: the report drawn as one HTML page (src/report/html_report.h) */
@@ -159,6 +162,7 @@ enum run_option_id {
     OPTION_TIMEOUT,
     OPTION_NO_GPU_PREFILTER,
     OPTION_ENGINE_CONTRACT,
+    OPTION_DEVICES_SEQUENTIAL,
 };
 
 static int parse_backends(const char *text, struct run_options *options)
@@ -300,43 +304,64 @@ static void set_defaults(struct run_options *options)
     options->gpu_prefilter = true;
 }
 
+/* Once every option is read: the options that exclude or need each other, the plugins loaded
+ * and --backends resolved against them. -1 to run, or the exit code. */
+static int finish_options(struct run_options *options)
+{
+    if (options->device_given && options->devices_text)
+        return cli_usage_error(&cmd_run, "--device and --devices exclude each other");
+    if (options->devices_sequential && !options->devices_text)
+        return cli_usage_error(&cmd_run, "--devices-sequential needs --devices");
+    int status = load_plugins(options);
+    if (status != EXIT_AUDIT_OK)
+        return status;
+    if (options->backends_text && parse_backends(options->backends_text, options) != AUDIT_OK)
+        return EXIT_USAGE;
+    if (options->baseline_out && strcmp(options->baseline_out, "-") == 0 &&
+        strcmp(options->out_path, "-") == 0)
+        return cli_usage_error(&cmd_run, "--out - and --baseline-out - would both write to stdout");
+    return -1;
+}
+
+static const struct option run_long_options[] = {
+    { "backends", required_argument, NULL, OPTION_BACKENDS },
+    { "reps", required_argument, NULL, OPTION_REPS },
+    { "noise", required_argument, NULL, OPTION_NOISE },
+    { "out", required_argument, NULL, OPTION_OUT },
+    { "dump-outputs", required_argument, NULL, OPTION_DUMP },
+    { "seed", required_argument, NULL, OPTION_SEED },
+    { "records", required_argument, NULL, OPTION_RECORDS },
+    { "rows", required_argument, NULL, OPTION_ROWS },
+    { "k", required_argument, NULL, OPTION_K },
+    { "device", required_argument, NULL, OPTION_DEVICE },
+    { "graph", no_argument, NULL, OPTION_GRAPH },
+    { "batch-invariance", no_argument, NULL, OPTION_BATCH },
+    { "emulate-smem-per-sm", required_argument, NULL, OPTION_EMULATE },
+    { "format", required_argument, NULL, OPTION_FORMAT },
+    { "quiet", no_argument, NULL, OPTION_QUIET },
+    { "devices", required_argument, NULL, OPTION_DEVICES },
+    { "devices-sequential", no_argument, NULL, OPTION_DEVICES_SEQUENTIAL },
+    { "shard", required_argument, NULL, OPTION_SHARD },
+    { "baseline-out", required_argument, NULL, OPTION_BASELINE_OUT },
+    { "html", required_argument, NULL, OPTION_HTML },
+    { "plugin", required_argument, NULL, OPTION_PLUGIN },
+    { "timeout", required_argument, NULL, OPTION_TIMEOUT },
+    { "no-gpu-prefilter", no_argument, NULL, OPTION_NO_GPU_PREFILTER },
+    { "engine-contract", required_argument, NULL, OPTION_ENGINE_CONTRACT },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
 /* Returns -1 to run, or the exit code: EXIT_AUDIT_OK after --help, EXIT_USAGE, or a plugin's
  * load failure. */
 static int parse_options(int argc, char **argv, struct run_options *options, int *first_path)
 {
-    static const struct option long_options[] = {
-        { "backends", required_argument, NULL, OPTION_BACKENDS },
-        { "reps", required_argument, NULL, OPTION_REPS },
-        { "noise", required_argument, NULL, OPTION_NOISE },
-        { "out", required_argument, NULL, OPTION_OUT },
-        { "dump-outputs", required_argument, NULL, OPTION_DUMP },
-        { "seed", required_argument, NULL, OPTION_SEED },
-        { "records", required_argument, NULL, OPTION_RECORDS },
-        { "rows", required_argument, NULL, OPTION_ROWS },
-        { "k", required_argument, NULL, OPTION_K },
-        { "device", required_argument, NULL, OPTION_DEVICE },
-        { "graph", no_argument, NULL, OPTION_GRAPH },
-        { "batch-invariance", no_argument, NULL, OPTION_BATCH },
-        { "emulate-smem-per-sm", required_argument, NULL, OPTION_EMULATE },
-        { "format", required_argument, NULL, OPTION_FORMAT },
-        { "quiet", no_argument, NULL, OPTION_QUIET },
-        { "devices", required_argument, NULL, OPTION_DEVICES },
-        { "shard", required_argument, NULL, OPTION_SHARD },
-        { "baseline-out", required_argument, NULL, OPTION_BASELINE_OUT },
-        { "html", required_argument, NULL, OPTION_HTML },
-        { "plugin", required_argument, NULL, OPTION_PLUGIN },
-        { "timeout", required_argument, NULL, OPTION_TIMEOUT },
-        { "no-gpu-prefilter", no_argument, NULL, OPTION_NO_GPU_PREFILTER },
-        { "engine-contract", required_argument, NULL, OPTION_ENGINE_CONTRACT },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
     unsigned long long value;
     int option;
     set_defaults(options);
     bool help = false;
     opterr = 0; /* messages come from cli_usage_error */
-    while ((option = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+    while ((option = getopt_long(argc, argv, ":h", run_long_options, NULL)) != -1) {
         switch (option) {
         case OPTION_BACKENDS:
             /* Resolved after the loop: it may name backends of --plugin files given later. */
@@ -410,6 +435,7 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
             if (parse_devices(optarg, options) != AUDIT_OK)
                 return EXIT_USAGE;
             break;
+        case OPTION_DEVICES_SEQUENTIAL: options->devices_sequential = true; break;
         case OPTION_SHARD:
             if (parse_shard(optarg, options) != AUDIT_OK)
                 return EXIT_USAGE;
@@ -450,18 +476,8 @@ static int parse_options(int argc, char **argv, struct run_options *options, int
         cli_print_usage(&cmd_run, stdout);
         return EXIT_AUDIT_OK;
     }
-    if (options->device_given && options->devices_text)
-        return cli_usage_error(&cmd_run, "--device and --devices exclude each other");
-    int status = load_plugins(options);
-    if (status != EXIT_AUDIT_OK)
-        return status;
-    if (options->backends_text && parse_backends(options->backends_text, options) != AUDIT_OK)
-        return EXIT_USAGE;
-    if (options->baseline_out && strcmp(options->baseline_out, "-") == 0 &&
-        strcmp(options->out_path, "-") == 0)
-        return cli_usage_error(&cmd_run, "--out - and --baseline-out - would both write to stdout");
     *first_path = optind;
-    return -1;
+    return finish_options(options);
 }
 
 /* ---- what the audit shows while it runs ----------------------------------------------------- */
@@ -473,12 +489,19 @@ struct run_front {
     bool table_header_printed;
 };
 
+/* With several --devices entries the line names the one replaying (their lines interleave
+ * when they run at once). */
 static void show_progress(void *user, const struct audit_progress *progress)
 {
     (void)user;
+    char device[48] = "";
     const char *slash = strrchr(progress->file, '/');
-    fprintf(stderr, "\r\033[K%s:%u %s %s %u/%u", terminal_safe(slash ? slash + 1 : progress->file),
-            progress->record, progress->backend, progress->phase, progress->done, progress->total);
+    if (progress->passes > 1)
+        snprintf(device, sizeof(device), "entry %zu (device %d) ", progress->pass,
+                 progress->ordinal);
+    fprintf(stderr, "\r\033[K%s%s:%u %s %s %u/%u", device,
+            terminal_safe(slash ? slash + 1 : progress->file), progress->record,
+            progress->backend, progress->phase, progress->done, progress->total);
     fflush(stderr);
 }
 
@@ -624,6 +647,7 @@ static struct audit_options audit_options_of(const struct run_options *options, 
         .device_count = options->device_count,
         .all_devices = options->all_devices,
         .devices_text = options->devices_text,
+        .devices_sequential = options->devices_sequential,
         .version_string = cli_version(),
         .command_line = cli_command_line(),
     };

@@ -12,16 +12,30 @@
 
 /* ---- stops, messages, interruption -------------------------------------------------------- */
 
+/* A --devices pass after the first names its entry in what it says (its messages may come
+ * between the first pass's, or from a process of its own). */
+static void pass_prefix(const struct audit_state *state, char *prefix, size_t size)
+{
+    prefix[0] = '\0';
+    if (state->pass.index > 0)
+        snprintf(prefix, size, "--devices entry %zu (ordinal %d): ", state->pass.index,
+                 state->pass.ordinal);
+}
+
 void audit_message(struct audit_state *state, enum audit_message_kind kind, const char *format,
                    ...)
 {
     const struct audit_callbacks *callbacks = state->callbacks;
+    char prefix[64];
     char text[AUDIT_ERROR_MESSAGE_BYTES + 128];
     va_list args;
     if (!callbacks->message)
         return;
+    pass_prefix(state, prefix, sizeof(prefix));
+    const size_t used = strlen(prefix);
+    memcpy(text, prefix, used + 1);
     va_start(args, format);
-    vsnprintf(text, sizeof(text), format, args);
+    vsnprintf(text + used, sizeof(text) - used, format, args);
     va_end(args);
     callbacks->message(callbacks->user, kind, text);
 }
@@ -33,13 +47,21 @@ void audit_progress_end(const struct audit_state *state)
         callbacks->progress_end(callbacks->user);
 }
 
+/* The report's stop_reason: message, naming the --devices entry after the first. */
+static void set_stop_reason(struct audit_state *state, const char *message)
+{
+    char prefix[64];
+    pass_prefix(state, prefix, sizeof(prefix));
+    snprintf(state->stop_reason, sizeof(state->stop_reason), "%s%s", prefix, message);
+}
+
 void audit_stop(struct audit_state *state, int status, const char *message)
 {
     if (state->stopped)
         return;
     state->stopped = true;
     state->fatal_status = status;
-    snprintf(state->stop_reason, sizeof(state->stop_reason), "%s", message);
+    set_stop_reason(state, message);
     audit_message(state, AUDIT_MESSAGE_ERROR, "%s", message);
 }
 
@@ -48,7 +70,7 @@ void audit_device_lost(struct audit_state *state, const char *message)
     if (state->device_failed)
         return;
     state->device_failed = true;
-    snprintf(state->stop_reason, sizeof(state->stop_reason), "%s", message);
+    set_stop_reason(state, message);
     audit_message(state, AUDIT_MESSAGE_ERROR, "%s; the remaining GPU work is skipped", message);
 }
 
@@ -146,21 +168,29 @@ static int find_devices(struct audit_state *state, struct worker_keeper *probe_k
 
 /* A device that cannot be described skips the GPU work of its pass (the report says why). Each
  * worker opens the device itself. */
-void audit_pass_start(struct audit_state *state, size_t pass, cJSON *devices)
+void audit_pass_select(struct audit_state *state, size_t pass)
 {
-    const struct audit_callbacks *callbacks = state->callbacks;
     const int ordinal = state->devices[pass];
-    const struct gpu_device_info *info = audit_probed_info(state, ordinal);
     /* The session worker replays on one device: the next record forks one for this pass's. */
     worker_session_stop(&state->pass.session);
+    state->pass.index = pass;
     state->pass.ordinal = ordinal;
+    state->pass.next_global_index = 0;
+    state->pass.next_slot = 0;
     state->device_failed = false;
-    if (!info) {
+    if (!audit_probed_info(state, ordinal)) {
         char message[AUDIT_ERROR_MESSAGE_BYTES];
         snprintf(message, sizeof(message), "device %d: %.900s", ordinal,
                  state->probe.query_error[0] ? state->probe.query_error : "cannot be queried");
         audit_device_lost(state, message);
     }
+}
+
+void audit_pass_announce(struct audit_state *state, size_t pass, cJSON *devices)
+{
+    const struct audit_callbacks *callbacks = state->callbacks;
+    const int ordinal = state->devices[pass];
+    const struct gpu_device_info *info = audit_probed_info(state, ordinal);
     if (!audit_identify_pass(state, pass, ordinal, info, devices)) {
         audit_stop(state, AUDIT_ENOMEM, "out of memory describing a device");
         return;
@@ -170,7 +200,8 @@ void audit_pass_start(struct audit_state *state, size_t pass, cJSON *devices)
 }
 
 /* --devices: the whole audit once per listed device; the first pass writes the records, the
- * later ones add their per_device[] entries. */
+ * later ones add their per_device[] entries. With pass processes (audit_passes.c) the later
+ * passes run beside the first and are merged once it is done; otherwise one after another. */
 static void run_passes(struct audit_state *state, const struct audit_inputs *inputs,
                        cJSON *devices)
 {
@@ -181,16 +212,35 @@ static void run_passes(struct audit_state *state, const struct audit_inputs *inp
         callbacks->pass_start(callbacks->user, 0, state->devices[0],
                               audit_probed_info(state, state->devices[0]));
     for (size_t pass = 0; pass < passes && !state->stopped; pass++) {
-        if (pass > 0)
-            audit_pass_start(state, pass, devices);
-        state->pass.index = pass;
-        state->pass.next_global_index = 0;
-        state->pass.next_slot = 0;
+        if (pass > 0) {
+            audit_pass_select(state, pass);
+            audit_pass_announce(state, pass, devices);
+        }
         for (size_t i = 0; i < inputs->count && !state->stopped; i++)
             audit_run_file(state, inputs->paths[i]);
         state->any_device_lost = state->any_device_lost || state->device_failed;
+        if (state->passes) {
+            /* The other passes run in their own processes; this pass's CUDA context is not
+             * needed while they finish. */
+            worker_session_stop(&state->pass.session);
+            break;
+        }
     }
+    if (state->passes)
+        audit_passes_finish(state, devices);
     state->device_failed = state->any_device_lost;
+    /* What the run says from here on is about the run, not a pass. */
+    state->pass.index = 0;
+    state->pass.ordinal = state->device;
+}
+
+/* The passes run at once unless --devices-sequential asks otherwise, when there are several and
+ * a device to run them on. */
+static bool passes_at_once(const struct audit_state *state)
+{
+    const struct audit_options *options = state->options;
+    return options->devices_text && !options->devices_sequential && state->device_available &&
+           state->device_count > 1 && !state->stopped;
 }
 
 int audit_run(const struct audit_options *options, const struct audit_callbacks *callbacks,
@@ -225,6 +275,11 @@ int audit_run(const struct audit_options *options, const struct audit_callbacks 
         goto done;
     }
     result->report_ready = true;
+    audit_inputs_expand(&state, &inputs);
+    state.inputs = &inputs;
+    /* The pass processes first: no thread exists yet, and no worker holds a CUDA context. */
+    if (passes_at_once(&state) && audit_passes_start(&state) < 0)
+        audit_stop(&state, AUDIT_ENOMEM, "out of memory starting the --devices passes");
     audit_add_scale_out_context(&state);
     /* The session worker now (the state it copies is complete): its CUDA start overlaps the
      * reading of the first record. A failed fork is tried again at the first record. */
@@ -232,7 +287,6 @@ int audit_run(const struct audit_options *options, const struct audit_callbacks 
         struct audit_error ignored = { 0 };
         (void)worker_session_start(&state.pass.session, &ignored);
     }
-    audit_inputs_expand(&state, &inputs);
     run_passes(&state, &inputs, devices);
     /* --records naming no record the inputs have selects nothing: a usage error, not an empty
      * report that passes. (A --shard that gets no record is fine: the records went to others.) */
@@ -257,6 +311,7 @@ int audit_run(const struct audit_options *options, const struct audit_callbacks 
             result->exit_code = audit_exit_code(err->code);
     }
 done:
+    audit_passes_free(&state);
     worker_session_stop(&state.pass.session);
     worker_keeper_stop(&probe_keeper);
     if (result->report_ready)

@@ -10,24 +10,30 @@
  * - inputs are expanded (a directory gives its *.bin files, sorted) and read record by record;
  *   a selected record (--records, --shard) gets its CPU side here (reference hashes, census) and
  *   its backends replayed in a worker (src/replay/worker.h): one session worker per device pass
- *   serves record after record (src/replay/session_worker.c), a record too big to send gets a
- *   worker forked for it (src/replay/record_worker.c); a hang, crash or poisoned context is that
- *   backend's status and a fresh worker takes the rest;
+ *   serves record after record (src/replay/session_worker.c; a record over 1 MiB reaches it in
+ *   a memfd, record_wire.h), and only a record no memfd can hold gets a worker forked for it
+ *   (src/replay/record_worker.c); a hang, crash or poisoned context is that backend's status
+ *   and a fresh worker takes the rest;
  * - with --devices, the whole audit runs once per listed device (a device pass): the first
  *   pass writes the records, each later one adds its per_device[] entries to them, and the
- *   cross_device block compares them (src/replay/audit_report.c);
+ *   cross_device block compares them (src/replay/audit_report.c); the passes run at once, each
+ *   later one in a process of its own (below), or one after another with devices_sequential;
  * - the report is finished with the exit code.
  *
  * Interruption: with worker_signals_install() in effect (the front installs it before audit_run
  * and restores it once the report is written, so that a signal during the writes is not lost),
  * SIGINT and SIGTERM stop the workers and the run, and the report says complete: false.
  *
- * Devices in parallel: every callback that concerns a device pass names it (pass, the index in
- * the --devices list), a pass's own state lives apart from the run's (struct audit_pass in
- * audit_internal.h), and a later pass adds to the report only through the entries and times
- * of each record (audit_add_device_pass), so passes can later run in one worker process each,
- * their results merged into the report in list order by the main process, without changing
- * this interface. */
+ * Devices in parallel (src/replay/audit_passes.c): before the first record is read, every
+ * --devices entry after the first gets a pass process of its own (forked while no thread and no
+ * CUDA context exists), which reads the inputs and replays on its own session worker, so each
+ * device has its own CUDA context and noise stream; the main process runs the first pass
+ * meanwhile. A pass process sends each record's entries and table lines as it finishes them; the
+ * main process merges them once its own pass is done, pass by pass in list order, into the same
+ * report and table as passes run in turn: callbacks name the pass they concern and record_done
+ * comes in list order. A device whose worker hangs, crashes or loses its context, or whose pass
+ * process dies, is that device's outcome; the others go on. The report's
+ * context.devices_concurrent says whether passes ran at the same time. */
 #ifndef DSATOPK_AUDIT_H
 #define DSATOPK_AUDIT_H
 
@@ -82,6 +88,7 @@ struct audit_options {
     size_t device_count;
     bool all_devices;
     const char *devices_text;
+    bool devices_sequential;      /* the passes one after another, in this process */
     /* For the report's context. */
     const char *version_string;
     const char *command_line;
@@ -94,6 +101,10 @@ struct audit_progress {
     const char *backend;
     const char *phase;   /* "eager", "graph" or "batch" */
     uint32_t done, total;
+    /* The --devices entry (pass) replaying, and its ordinal; passes: the number of entries (0
+     * without --devices). With more than one, their progress may interleave. */
+    size_t pass, passes;
+    int ordinal;
 };
 
 enum audit_message_kind {
@@ -102,11 +113,13 @@ enum audit_message_kind {
 };
 
 /* Every member may be NULL. Callbacks run in the main process, in the order of the events, except
- * progress (see there). */
+ * progress (see there) and the messages of a --devices pass process, which it says itself as they
+ * happen (naming its entry). */
 struct audit_callbacks {
     void *user;
     /* One rep of a backend done. Runs in the worker process that replays it (its stderr is the
-     * main process's); NULL: no progress is tracked. */
+     * main process's), several at once when --devices passes run at once; NULL: no progress is
+     * tracked. */
     void (*progress)(void *user, const struct audit_progress *progress);
     /* What progress drew must go: a message or table lines follow (only when progress is set). */
     void (*progress_end)(void *user);

@@ -5,7 +5,8 @@
  *   audit_records.c    inputs, the record loop and the main process's side of a record
  *   record_worker.c    a record's backends replayed and judged in a worker process
  *   session_worker.c   the worker that serves every record of a device pass
- *   result_wire.c      the message a worker sends back for each backend */
+ *   result_wire.c      the message a worker sends back for each backend
+ *   audit_passes.c     --devices passes at once: a process per entry after the first, merged */
 #ifndef DSATOPK_AUDIT_INTERNAL_H
 #define DSATOPK_AUDIT_INTERNAL_H
 
@@ -52,6 +53,9 @@ struct audit_records_added {
     size_t count, capacity;
 };
 
+struct audit_inputs;
+struct audit_passes;
+
 /* Everything one audit carries. */
 struct audit_state {
     const struct audit_options *options;
@@ -76,6 +80,12 @@ struct audit_state {
     const char *progress_file;
     uint32_t progress_record;
     struct audit_pass pass;
+    const struct audit_inputs *inputs; /* the capture files, once expanded */
+    /* --devices at once: in the main process, the pass processes of the entries after the first
+     * (NULL: none; the passes run in turn); in a pass process, where its records go. */
+    struct audit_passes *passes;
+    struct worker_channel *pass_channel;
+    bool devices_concurrent;        /* two or more passes ran at the same time */
 };
 
 /* ---- audit.c: stops, messages, interruption ---- */
@@ -110,8 +120,13 @@ int audit_open_device(struct audit_state *state, struct run_context *context,
 /* The probe's description of ordinal, or NULL. */
 const struct gpu_device_info *audit_probed_info(const struct audit_state *state, int ordinal);
 
-/* Switches to --devices entry pass (after the first) and appends its device to devices. */
-void audit_pass_start(struct audit_state *state, size_t pass, cJSON *devices);
+/* Switches the run to --devices entry pass: its device (one that cannot be described is lost:
+ * its GPU work is skipped), its record numbering; the session worker of the previous pass is
+ * stopped. */
+void audit_pass_select(struct audit_state *state, size_t pass);
+/* The report's side of entry pass (after the first): its device for per_device[] and the
+ * cross_device list (appended to devices), and the front's pass_start. */
+void audit_pass_announce(struct audit_state *state, size_t pass, cJSON *devices);
 
 /* ---- audit_report.c ---- */
 
@@ -131,8 +146,11 @@ int audit_add_record(struct audit_state *state, const struct record_result *resu
 /* A later pass: the record's entries go into the first pass's record's per_device[] lists, and
  * their times (per backend) into the table's totals. */
 int audit_add_device_pass(struct audit_state *state, const struct record_result *result,
-                          cJSON **entries, const struct time_breakdown *times,
-                          struct audit_error *err);
+                          cJSON **entries, struct audit_error *err);
+/* The same for the entries of source's "backends" (a record object, or a pass process's message
+ * about file's record index); a failing verdict among them fails the run. */
+int audit_add_device_entries(struct audit_state *state, const char *file, uint32_t index,
+                             const cJSON *source, struct audit_error *err);
 /* --shard and --devices in the report's context. */
 void audit_add_scale_out_context(struct audit_state *state);
 /* The cross_device block; a required disagreement fails the run. */
@@ -164,7 +182,6 @@ struct record_job {
     cJSON **entries;                      /* per backend: its judged entry (NULL: none yet) */
     char **table_lines;                   /* per backend: its lines of the terminal table */
     bool *failed;                         /* per backend: its verdict is fail */
-    struct time_breakdown *times;         /* per backend: its entry's time_breakdown_ms */
 };
 
 /* How the backends of one record replay. */
@@ -192,6 +209,29 @@ int record_worker_main(struct worker_channel *channel, size_t first, void *user)
 int record_missing_entry(struct record_job *job, size_t task);
 /* Main process side: one backend's outcome (worker_result_fn; user: the struct record_job). */
 int record_on_result(void *user, size_t task, const struct worker_event *event);
+
+/* ---- audit_passes.c ---- */
+
+/* Main process, before any record is read and before its own session worker: forks a pass
+ * process for every --devices entry after the first (one that cannot be started is that
+ * device's loss); sets state->passes and devices_concurrent. 0 or AUDIT_ENOMEM. */
+int audit_passes_start(struct audit_state *state);
+/* The same with another pass process (tests drive the merge with CPU children): pass_main runs
+ * as a worker_stream child with the --devices entry as its index and state as its user, and
+ * talks as a pass process does (audit_pass_send_record, audit_pass_send_end). */
+int audit_passes_start_processes(struct audit_state *state, worker_child_fn pass_main);
+/* Main process, between its records: takes what the pass processes sent, without waiting. */
+void audit_passes_read(struct audit_state *state);
+/* Main process, once its own pass is done: waits for every pass process (a stop is passed on to
+ * them; after a fatal stop they are killed) and merges their records pass by pass in list order. */
+void audit_passes_finish(struct audit_state *state, cJSON *devices);
+void audit_passes_free(struct audit_state *state);
+/* In a pass process: the record's entries (moved out of job) and table lines go to the main
+ * process. */
+int audit_pass_send_record(struct audit_state *state, const struct record_result *result,
+                           const struct record_job *job, struct audit_error *err);
+/* In a pass process: its outcome (device lost, stopped, why), its last message. 0 or < 0. */
+int audit_pass_send_end(struct audit_state *state);
 
 /* ---- session_worker.c ---- */
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "audit_internal.h"
 #include "census.h"
@@ -134,19 +135,26 @@ static bool list_contains(const uint32_t *sorted, size_t count, uint32_t value)
 static void run_backends(struct audit_state *state, struct record_job *job)
 {
     const struct audit_options *options = state->options;
+    const struct record_result *base = job->base;
     struct audit_error err = { 0 };
     size_t bytes = 0;
-    int status;
-    void *wire = record_wire_encode(job->base->record, job->base->k, job->base->file,
-                                    job->replay->dump_stem, &bytes);
+    int status, file = -1;
+    void *wire = record_wire_encode(base->record, base->k, base->file, job->replay->dump_stem,
+                                    &bytes);
     if (wire) {
         status = worker_session_run_job(&state->pass.session, wire, bytes,
                                         options->backend_count, record_on_result, job,
                                         options->timeout_ms, &err);
         free(wire);
+    } else if ((file = record_wire_encode_file(base->record, base->k, base->file,
+                                               job->replay->dump_stem, &bytes)) >= 0) {
+        /* Too big for the socket: the session worker maps it, and keeps its CUDA context. */
+        status = worker_session_run_job_file(&state->pass.session, file, bytes,
+                                             options->backend_count, record_on_result, job,
+                                             options->timeout_ms, &err);
+        close(file);
     } else {
-        /* Too big to copy (or no memory for the copy): a worker forked for this record sees it
-         * where it is. */
+        /* No memory even for that: a worker forked for this record sees it where it is. */
         status = worker_run_tasks(options->backend_count, record_worker_main, record_on_result,
                                   job, options->timeout_ms, NULL, &err);
     }
@@ -169,12 +177,18 @@ static int add_to_report(struct audit_state *state, const struct record_result *
             state->any_failure = true;
     if (result->engine && result->engine->verdict.verdict == VERDICT_FAIL)
         state->any_failure = true;
-    int status = state->pass.index == 0
-                     ? audit_add_record(state, result, job->entries, global_index, err)
-                     : audit_add_device_pass(state, result, job->entries, job->times, err);
+    int status;
+    if (state->pass_channel) /* a pass process: the main process merges it */
+        status = audit_pass_send_record(state, result, job, err);
+    else if (state->pass.index == 0)
+        status = audit_add_record(state, result, job->entries, global_index, err);
+    else
+        status = audit_add_device_pass(state, result, job->entries, err);
     if (status < 0)
         return status;
     audit_progress_end(state);
+    if (state->pass_channel)
+        return AUDIT_OK; /* its table lines went with its entries */
     if (result->engine) {
         size_t bytes = 0;
         FILE *stream = open_memstream(&job->table_lines[count], &bytes);
@@ -235,7 +249,6 @@ static void run_record(struct audit_state *state, const char *file, const char *
     cJSON **entries = NULL;
     char **table_lines = NULL;
     bool *failed = NULL;
-    struct time_breakdown *times = NULL;
     int status;
     const double started_ms = report_monotonic_ms();
     struct record_time time = { 0 };
@@ -288,8 +301,7 @@ static void run_record(struct audit_state *state, const char *file, const char *
     /* One more slot: the engine's lines. */
     table_lines = calloc(options->backend_count + 1, sizeof(*table_lines));
     failed = calloc(options->backend_count, sizeof(*failed));
-    times = calloc(options->backend_count, sizeof(*times));
-    if (!entries || !table_lines || !failed || !times) {
+    if (!entries || !table_lines || !failed) {
         status = audit_fail(&err, AUDIT_ENOMEM, "out of memory for the backend results");
         goto fatal;
     }
@@ -306,7 +318,6 @@ static void run_record(struct audit_state *state, const char *file, const char *
         .entries = entries,
         .table_lines = table_lines,
         .failed = failed,
-        .times = times,
     };
     /* Without a device nothing is forked; otherwise each backend replays in a worker. */
     phase_started_ms = report_monotonic_ms();
@@ -340,7 +351,6 @@ done:
     free(entries);
     free(table_lines);
     free(failed);
-    free(times);
     cJSON_Delete(census);
     free(census_rows);
     if (checks_ready)
@@ -400,6 +410,8 @@ void audit_run_file(struct audit_state *state, const char *path)
             if (options->shard_count == 0 || global_index % options->shard_count ==
                                                  options->shard_index)
                 run_record(state, path, stem, &record, global_index);
+            /* What the other --devices passes sent meanwhile (audit_passes.c). */
+            audit_passes_read(state);
         }
         capture_record_free(&record);
     }

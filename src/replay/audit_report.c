@@ -1,7 +1,7 @@
 /* What the engine writes into the run report beside report.c's records and entries
  * (docs/REPORT.md "Scale-out"): each record's global number, per_device[] lists of --devices
- * passes, the shard and device list of the context, the cross_device block, and the plugin a
- * backend comes from. */
+ * passes, the shard, device list and concurrency of the context, the cross_device block, and the
+ * plugin a backend comes from. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,22 +125,32 @@ int audit_add_record(struct audit_state *state, const struct record_result *resu
     return AUDIT_OK;
 }
 
-int audit_add_device_pass(struct audit_state *state, const struct record_result *result,
-                          cJSON **entries, const struct time_breakdown *times,
-                          struct audit_error *err)
+int audit_add_device_entries(struct audit_state *state, const char *file, uint32_t index,
+                             const cJSON *source, struct audit_error *err)
 {
-    const struct audit_options *options = state->options;
+    const cJSON *entry;
     /* The table's time lines cover every device's work. */
-    for (size_t i = 0; i < options->backend_count; i++)
-        report_count_time(&state->report, options->backends[i]->name, &times[i]);
-    cJSON *json = report_record_json_entries(result, entries, options->backend_count);
+    cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(source, KEY_BACKENDS)) {
+        struct report_entry_outcome outcome;
+        report_entry_outcome(entry, &outcome);
+        report_count_time(&state->report, outcome.name, &outcome.time);
+        if (outcome.verdict == VERDICT_FAIL)
+            state->any_failure = true;
+    }
+    cJSON *target = find_record(state, file, index);
+    if (!target)
+        return AUDIT_OK;
+    return report_record_add_per_device(target, source, state->pass.device_identity, err);
+}
+
+int audit_add_device_pass(struct audit_state *state, const struct record_result *result,
+                          cJSON **entries, struct audit_error *err)
+{
+    cJSON *json = report_record_json_entries(result, entries, state->options->backend_count);
     if (!json)
         return audit_fail(err, AUDIT_ENOMEM, "out of memory reporting %s record %u", result->file,
                           result->record->index);
-    cJSON *target = find_record(state, result->file, result->record->index);
-    int status = AUDIT_OK;
-    if (target)
-        status = report_record_add_per_device(target, json, state->pass.device_identity, err);
+    int status = audit_add_device_entries(state, result->file, result->record->index, json, err);
     cJSON_Delete(json);
     return status;
 }
@@ -164,8 +174,10 @@ void audit_add_scale_out_context(struct audit_state *state)
         cJSON *devices = cJSON_AddArrayToObject(context, KEY_DEVICES);
         for (size_t i = 0; devices && i < state->device_count; i++)
             cJSON_AddItemToArray(devices, cJSON_CreateNumber(state->devices[i]));
+        cJSON_AddBoolToObject(context, KEY_DEVICES_CONCURRENT, state->devices_concurrent);
     } else {
         cJSON_AddNullToObject(context, KEY_DEVICES);
+        cJSON_AddNullToObject(context, KEY_DEVICES_CONCURRENT);
     }
 }
 

@@ -1,8 +1,11 @@
 /* A record in one buffer, for the session worker of `run` (src/replay/record_wire.h). */
 #include "record_wire.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* A record as the session worker receives it: this header, then the parts of enum wire_part in
  * order (absent arrays take no bytes), each string with its NUL. */
@@ -29,9 +32,9 @@ enum wire_part {
 };
 
 /* The bytes of each part and their total with the header; false when they overflow or pass
- * RECORD_WIRE_MAX_BYTES. The sender and the receiver both derive the layout from here. */
-static bool record_wire_sizes(const struct record_wire *wire, size_t sizes[WIRE_PARTS],
-                              size_t *total)
+ * limit. The sender and the receiver both derive the layout from here. */
+static bool record_wire_sizes(const struct record_wire *wire, size_t limit,
+                              size_t sizes[WIRE_PARTS], size_t *total)
 {
     const uint64_t rows = wire->rows, word = sizeof(int32_t);
     uint64_t scores, page_table, engine;
@@ -54,23 +57,23 @@ static bool record_wire_sizes(const struct record_wire *wire, size_t sizes[WIRE_
     };
     uint64_t sum = sizeof(*wire);
     for (int i = 0; i < WIRE_PARTS; i++) {
-        if (parts[i] > RECORD_WIRE_MAX_BYTES || __builtin_add_overflow(sum, parts[i], &sum))
+        if (parts[i] > limit || __builtin_add_overflow(sum, parts[i], &sum))
             return false;
         sizes[i] = (size_t)parts[i];
     }
-    if (sum > RECORD_WIRE_MAX_BYTES)
+    if (sum > limit)
         return false;
     *total = (size_t)sum;
     return true;
 }
 
-/* The replayed record with its k, file and dump stem, in one malloc'd buffer; NULL when it is
- * too big for the session worker or memory is short (the caller forks a worker for it). */
-void *record_wire_encode(const struct capture_record *record, uint32_t k, const char *file,
-                         const char *stem, size_t *bytes)
+/* The header of the record's buffer and where each part comes from. */
+static void wire_layout(const struct capture_record *record, uint32_t k, const char *file,
+                        const char *stem, struct record_wire *wire,
+                        const void *sources[WIRE_PARTS])
 {
     const char *metadata = record->metadata_json ? record->metadata_json : "{}";
-    struct record_wire wire = {
+    *wire = (struct record_wire){
         .row_stride = record->row_stride,
         .page_table_cols = record->page_table ? record->page_table_cols : 0,
         .file_offset = record->file_offset,
@@ -89,18 +92,29 @@ void *record_wire_encode(const struct capture_record *record, uint32_t k, const 
         .has_page_table_row_starts = record->page_table_row_starts != NULL,
         .has_engine_indices = record->engine_indices != NULL,
     };
-    memcpy(wire.payload_sha256, record->payload_sha256, sizeof(wire.payload_sha256));
-    size_t sizes[WIRE_PARTS], total = 0;
-    if (!record_wire_sizes(&wire, sizes, &total))
-        return NULL;
-    unsigned char *buffer = malloc(total);
-    if (!buffer)
-        return NULL;
-    const void *sources[WIRE_PARTS] = {
+    memcpy(wire->payload_sha256, record->payload_sha256, sizeof(wire->payload_sha256));
+    const void *parts[WIRE_PARTS] = {
         record->scores,     record->lengths,        record->row_starts,
         record->page_table, record->page_table_row_starts, record->engine_indices,
         metadata,           file,                   stem,
     };
+    memcpy(sources, parts, sizeof(parts));
+}
+
+/* The replayed record with its k, file and dump stem, in one malloc'd buffer; NULL when it is
+ * too big for the session's socket or memory is short. */
+void *record_wire_encode(const struct capture_record *record, uint32_t k, const char *file,
+                         const char *stem, size_t *bytes)
+{
+    struct record_wire wire;
+    const void *sources[WIRE_PARTS];
+    size_t sizes[WIRE_PARTS], total = 0;
+    wire_layout(record, k, file, stem, &wire, sources);
+    if (!record_wire_sizes(&wire, RECORD_WIRE_SOCKET_MAX_BYTES, sizes, &total))
+        return NULL;
+    unsigned char *buffer = malloc(total);
+    if (!buffer)
+        return NULL;
     memcpy(buffer, &wire, sizeof(wire));
     size_t offset = sizeof(wire);
     for (int i = 0; i < WIRE_PARTS; i++) {
@@ -112,6 +126,49 @@ void *record_wire_encode(const struct capture_record *record, uint32_t k, const 
     return buffer;
 }
 
+static bool write_all(int fd, const void *data, size_t bytes)
+{
+    const unsigned char *cursor = data;
+    while (bytes > 0) {
+        ssize_t written = write(fd, cursor, bytes);
+        if (written < 0 && errno == EINTR)
+            continue;
+        if (written <= 0)
+            return false;
+        cursor += written;
+        bytes -= (size_t)written;
+    }
+    return true;
+}
+
+int record_wire_encode_file(const struct capture_record *record, uint32_t k, const char *file,
+                            const char *stem, size_t *bytes)
+{
+    struct record_wire wire;
+    const void *sources[WIRE_PARTS];
+    size_t sizes[WIRE_PARTS], total = 0;
+    wire_layout(record, k, file, stem, &wire, sources);
+    if (!record_wire_sizes(&wire, SIZE_MAX, sizes, &total)) {
+        errno = EOVERFLOW;
+        return -1;
+    }
+    const int fd = memfd_create("dsatopk-record", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    /* Written part by part from where the record is: one copy, none in between. */
+    bool written = write_all(fd, &wire, sizeof(wire));
+    for (int i = 0; written && i < WIRE_PARTS; i++)
+        written = !sizes[i] || write_all(fd, sources[i], sizes[i]);
+    if (!written) {
+        const int saved = errno;
+        close(fd);
+        errno = saved ? saved : EIO;
+        return -1;
+    }
+    *bytes = total;
+    return fd;
+}
+
 /* The record of a received buffer, its arrays pointing into it; false when malformed. */
 bool record_wire_decode(void *buffer, size_t bytes, struct capture_record *record, uint32_t *k,
                         const char **file, const char **stem)
@@ -121,8 +178,8 @@ bool record_wire_decode(void *buffer, size_t bytes, struct capture_record *recor
     if (bytes < sizeof(wire))
         return false;
     memcpy(&wire, buffer, sizeof(wire));
-    if (!record_wire_sizes(&wire, sizes, &total) || total != bytes || !wire.metadata_bytes ||
-        !wire.file_bytes || !wire.stem_bytes)
+    if (!record_wire_sizes(&wire, SIZE_MAX, sizes, &total) || total != bytes ||
+        !wire.metadata_bytes || !wire.file_bytes || !wire.stem_bytes)
         return false;
     unsigned char *parts[WIRE_PARTS];
     unsigned char *cursor = (unsigned char *)buffer + sizeof(wire);

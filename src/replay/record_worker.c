@@ -3,9 +3,10 @@
  * (src/replay/result_wire.h), or what stopped it. The main process turns each message, or the
  * hang or crash that came instead, into the backend's entry (record_on_result).
  *
- * This file holds both sides of that exchange and the worker forked for a single record
- * (records too big to send to the session worker: it inherits the record through fork);
- * src/replay/session_worker.c serves the other records with the same replay loop. */
+ * This file holds both sides of that exchange and the worker forked for a single record (when
+ * the record cannot be handed to the session worker, not even in a memfd, for want of host
+ * memory: it inherits the record through fork); src/replay/session_worker.c serves the records
+ * with the same replay loop. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,9 @@ static void show_progress(void *user, const char *backend, const char *phase, ui
         .phase = phase,
         .done = done,
         .total = total,
+        .pass = state->pass.index,
+        .passes = state->device_count,
+        .ordinal = state->pass.ordinal,
     };
     state->callbacks->progress(state->callbacks->user, &progress);
 }
@@ -213,7 +217,6 @@ static int local_entry(struct record_job *job, size_t task, enum backend_status 
     free(job->table_lines[task]);
     bool made = record_judge_backend(job, &result, &job->entries[task], &job->table_lines[task],
                                      &job->failed[task]);
-    backend_result_time_breakdown(&result, &job->times[task]);
     backend_result_release(&result);
     return made ? AUDIT_OK : AUDIT_ENOMEM;
 }
@@ -250,7 +253,6 @@ int record_on_result(void *user, size_t task, const struct worker_event *event)
         job->entries[task] = message.entry;
         job->table_lines[task] = message.table;
         job->failed[task] = message.failed;
-        job->times[task] = message.time;
         return AUDIT_OK;
     case RESULT_DEVICE_ERROR:
         /* The device itself could not be set up: the rest of the GPU work is skipped. */

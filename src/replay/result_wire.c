@@ -55,7 +55,6 @@ int result_wire_decode(const void *data, size_t bytes, struct result_message *me
             message->kind = RESULT_ENTRY;
             message->entry = entry;
             message->failed = outcome.verdict == VERDICT_FAIL;
-            message->time = outcome.time;
             entry = NULL;
         } else {
             status = AUDIT_ENOMEM;

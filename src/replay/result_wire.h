@@ -33,7 +33,6 @@ struct result_message {
     cJSON *entry;     /* RESULT_ENTRY: the caller's to free */
     char *table;      /* RESULT_ENTRY: malloc'd, the caller's to free */
     bool failed;      /* RESULT_ENTRY: the entry's verdict is fail (or missing) */
-    struct time_breakdown time; /* RESULT_ENTRY: the entry's time_breakdown_ms */
     int code;         /* RESULT_FATAL, RESULT_DEVICE_ERROR: the negative code, AUDIT_EDEVICE
                          when the message lacks one */
     char message[AUDIT_ERROR_MESSAGE_BYTES];

@@ -4,10 +4,11 @@
  * all the kernels of a 25-rep audit of a large record; a worker forked per record would pay it
  * every time. The session worker is forked once per device pass, starts CUDA while the main
  * process reads the first record, and replays record after record: each is sent to it whole
- * (src/replay/record_wire.h, through the session's socket), and it prepares the checks and the
- * census of each again for its own judging (the main process has its own for the report). A
- * crash, hang or poisoned context ends it like a per-record worker, and a fresh one takes the
- * rest. */
+ * (src/replay/record_wire.h: through the session's socket, or over 1 MiB in a memfd it maps),
+ * and it prepares the checks and the census of each again for its own judging (the main process
+ * has its own for the report). A crash, hang or poisoned context ends it like a per-record
+ * worker, and a fresh one takes the rest. With --devices at once, each pass process has its
+ * own (src/replay/audit_passes.c). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>

@@ -1,6 +1,8 @@
 /* Worker processes, their pipes and the watchdog (src/replay/worker.h). */
 #include "worker.h"
 
+#include "worker_internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -122,10 +125,18 @@ int worker_send(struct worker_channel *channel, const void *data, size_t bytes)
     return AUDIT_OK;
 }
 
-/* A session child's job, as it travels: this header, then job_bytes bytes. */
+/* A session child's job, as it travels: this header, then job_bytes bytes; or, for a job in a
+ * file (in_file 1), the header alone with the file's descriptor attached to it (SCM_RIGHTS). */
 struct job_header {
     uint64_t first_task;
     uint64_t job_bytes;
+    uint64_t in_file;
+};
+
+/* Room for the one descriptor a job header carries. */
+union descriptor_control {
+    struct cmsghdr align;
+    char bytes[CMSG_SPACE(sizeof(int))];
 };
 
 /* Reads exactly bytes from a session child's job socket; false at end of file or on an error. */
@@ -144,8 +155,71 @@ static bool read_job_bytes(int fd, void *buffer, size_t bytes)
     return true;
 }
 
+/* Reads the next job's header and the descriptor that came with it (*descriptor, -1: none);
+ * false at end of file or on an error. */
+static bool read_job_header(int fd, struct job_header *header, int *descriptor)
+{
+    unsigned char *cursor = (unsigned char *)header;
+    size_t left = sizeof(*header);
+    *descriptor = -1;
+    while (left > 0) {
+        union descriptor_control control;
+        struct iovec part = { cursor, left };
+        struct msghdr message = { .msg_iov = &part, .msg_iovlen = 1,
+                                  .msg_control = control.bytes,
+                                  .msg_controllen = sizeof(control.bytes) };
+        ssize_t count = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
+        if (count < 0 && errno == EINTR)
+            continue;
+        if (count <= 0)
+            break;
+        for (struct cmsghdr *item = CMSG_FIRSTHDR(&message); item;
+             item = CMSG_NXTHDR(&message, item)) {
+            if (item->cmsg_level != SOL_SOCKET || item->cmsg_type != SCM_RIGHTS ||
+                item->cmsg_len < CMSG_LEN(sizeof(int)))
+                continue;
+            int received;
+            memcpy(&received, CMSG_DATA(item), sizeof(received));
+            if (*descriptor >= 0)
+                close(received);
+            else
+                *descriptor = received;
+        }
+        cursor += count;
+        left -= (size_t)count;
+    }
+    if (left == 0)
+        return true;
+    if (*descriptor >= 0)
+        close(*descriptor);
+    *descriptor = -1;
+    return false;
+}
+
+/* The bytes of the job whose header was read: a copy read from the socket, or the job file
+ * mapped privately (the child's writes stay its own). NULL when out of memory, or when the
+ * socket ended or the file cannot be mapped. */
+static void *receive_job(int fd, const struct job_header *header, int descriptor)
+{
+    const size_t bytes = header->job_bytes ? header->job_bytes : 1;
+    if (header->in_file) {
+        void *job = descriptor >= 0 ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+                                           descriptor, 0)
+                                    : MAP_FAILED;
+        return job == MAP_FAILED ? NULL : job;
+    }
+    void *job = malloc(bytes);
+    if (job && !read_job_bytes(fd, job, header->job_bytes)) {
+        free(job);
+        return NULL;
+    }
+    return job;
+}
+
 /* A session's child: its start-up, then job after job until the parent closes the socket (exit
- * 0), a job asks for a fresh process (WORKER_JOB_LEAVE: exit 0) or fails (its status). */
+ * 0), a job asks for a fresh process (WORKER_JOB_LEAVE: exit 0) or fails (its status). A job
+ * that cannot be received (no memory, a file that cannot be mapped) exits 3: a crash of its
+ * task. */
 static int session_child_main(struct worker_channel *channel, struct worker_session *session,
                               int job_fd)
 {
@@ -153,21 +227,36 @@ static int session_child_main(struct worker_channel *channel, struct worker_sess
         session->child_start(session->user);
     for (;;) {
         struct job_header header;
-        if (!read_job_bytes(job_fd, &header, sizeof(header)))
+        int descriptor;
+        if (!read_job_header(job_fd, &header, &descriptor))
             return 0;
-        void *job = malloc(header.job_bytes ? header.job_bytes : 1);
-        if (!job || !read_job_bytes(job_fd, job, header.job_bytes)) {
-            free(job);
-            return job ? 0 : 3;
-        }
+        void *job = receive_job(job_fd, &header, descriptor);
+        if (descriptor >= 0)
+            close(descriptor);
+        if (!job)
+            return header.in_file ? 3 : 0;
         int status = session->job_main(channel, header.first_task, job, header.job_bytes,
                                        session->user);
-        free(job);
+        if (header.in_file)
+            munmap(job, header.job_bytes ? header.job_bytes : 1);
+        else
+            free(job);
         if (status == WORKER_JOB_LEAVE)
             return 0;
         if (status != 0)
             return status;
     }
+}
+
+void worker_child_die_with_parent(pid_t parent)
+{
+#ifdef __linux__
+    /* Die with the parent, whatever kills it; the check closes the race with a parent that died
+     * before the prctl. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+    if (getppid() != parent)
+        _exit(127);
 }
 
 /* The child of run_batch: child_main for one-shot and kept children (kept: once child_main has
@@ -177,13 +266,7 @@ static void child_run(int read_fd, int write_fd, pid_t parent, worker_child_fn c
                       size_t first_task, void *user, int job_fd, bool kept)
 {
     close(read_fd);
-#ifdef __linux__
-    /* Die with the parent, whatever kills it; the check closes the race with a parent that died
-     * before the prctl. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
-    if (getppid() != parent)
-        _exit(127);
+    worker_child_die_with_parent(parent);
     /* Ctrl-C goes to the whole process group: the parent stops the child. SIGTERM sent to the
      * child alone kills it as usual. */
     signal(SIGINT, SIG_IGN);
@@ -205,7 +288,7 @@ static void child_run(int read_fd, int write_fd, pid_t parent, worker_child_fn c
 
 /* ---- parent side ---------------------------------------------------------------------------- */
 
-static int64_t now_ms(void)
+int64_t worker_now_ms(void)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -233,7 +316,7 @@ static enum read_result read_full(int fd, void *buffer, size_t bytes, int64_t de
         const bool stopping = stop_signal_received != 0;
         int slice = stopping ? 0 : WORKER_POLL_SLICE_MS;
         if (deadline) {
-            int64_t left = deadline - now_ms();
+            int64_t left = deadline - worker_now_ms();
             if (left <= 0)
                 return READ_TIMEOUT;
             if (left < slice)
@@ -265,19 +348,19 @@ static enum read_result read_full(int fd, void *buffer, size_t bytes, int64_t de
 }
 
 /* Waits up to grace_ms for the child to exit, then kills it; always reaps it. */
-static int reap_child(pid_t pid, int grace_ms, bool kill_first)
+int worker_reap_child(pid_t pid, int grace_ms, bool kill_first)
 {
     int status = 0;
     if (kill_first)
         kill(pid, SIGKILL);
-    const int64_t deadline = now_ms() + grace_ms;
+    const int64_t deadline = worker_now_ms() + grace_ms;
     for (;;) {
         pid_t done = waitpid(pid, &status, kill_first ? 0 : WNOHANG);
         if (done == pid)
             return status;
         if (done < 0 && errno != EINTR)
             return 0; /* already reaped: nothing else can be learnt */
-        if (done == 0 && now_ms() >= deadline) {
+        if (done == 0 && worker_now_ms() >= deadline) {
             kill(pid, SIGKILL);
             kill_first = true;
             continue;
@@ -290,7 +373,7 @@ static int reap_child(pid_t pid, int grace_ms, bool kill_first)
 }
 
 /* How a dead child ended, in words; false when it exited 0. */
-static bool describe_exit(int status, struct worker_event *event, const char *prefix)
+bool worker_describe_exit(int status, struct worker_event *event, const char *prefix)
 {
     char name[32];
     if (WIFSIGNALED(status)) {
@@ -318,10 +401,6 @@ static void event_reset(struct worker_event *event, enum worker_outcome outcome)
     event->exit_status = -1;
 }
 
-/* A grace period for a child that has sent its last message or closed its pipe to exit (CUDA
- * context teardown takes a moment). */
-#define WORKER_EXIT_GRACE_MS 10000
-
 /* What one call of the engine below runs: task_count tasks, in one-shot children (child_main),
  * in a kept child (kept: worker_keeper_start), or in a session's child (session, with the job
  * each child is given). */
@@ -332,40 +411,46 @@ struct task_batch {
     struct worker_session *session;
     const void *job;
     size_t job_bytes;
+    bool job_in_file;  /* job_file holds the job (job is NULL) */
+    int job_file;
     worker_result_fn on_result;
     void *user;
     unsigned timeout_ms;
     struct worker_stats *stats;
 };
 
-/* The parent's ends of the live sessions' sockets and pipes. Every child forked while a session
- * lives closes them first: a child holding a copy of a session's job socket (a keeper forked
- * after it, a worker for a record too big for the session) would keep that session's child from
- * seeing the end of its jobs when the parent closes its own copy, and worker_session_stop would
- * then wait out the grace period. */
-#define WORKER_MAX_SESSION_FDS 16
-static int session_fds[WORKER_MAX_SESSION_FDS];
-static size_t session_fd_count;
+/* worker_internal.h: the descriptors no later child may hold. A stream per --devices entry and
+ * a session's two: a few dozen at most. */
+#define WORKER_MAX_HIDDEN_FDS 256
+static int hidden_fds[WORKER_MAX_HIDDEN_FDS];
+static size_t hidden_fd_count;
 
-static void session_fd_remember(int fd)
+void worker_fd_hide(int fd)
 {
-    if (fd >= 0 && session_fd_count < WORKER_MAX_SESSION_FDS)
-        session_fds[session_fd_count++] = fd;
+    if (fd >= 0 && hidden_fd_count < WORKER_MAX_HIDDEN_FDS)
+        hidden_fds[hidden_fd_count++] = fd;
 }
 
-static void session_fd_forget(int fd)
+void worker_fd_unhide(int fd)
 {
-    for (size_t i = 0; i < session_fd_count; i++)
-        if (session_fds[i] == fd) {
-            session_fds[i] = session_fds[--session_fd_count];
+    for (size_t i = 0; i < hidden_fd_count; i++)
+        if (hidden_fds[i] == fd) {
+            hidden_fds[i] = hidden_fds[--hidden_fd_count];
             return;
         }
 }
 
+void worker_child_close_hidden(void)
+{
+    for (size_t i = 0; i < hidden_fd_count; i++)
+        close(hidden_fds[i]);
+    hidden_fd_count = 0;
+}
+
 static void session_forget(struct worker_session *session)
 {
-    session_fd_forget(session->result_fd);
-    session_fd_forget(session->job_fd);
+    worker_fd_unhide(session->result_fd);
+    worker_fd_unhide(session->job_fd);
     if (session->result_fd >= 0)
         close(session->result_fd);
     if (session->job_fd >= 0)
@@ -406,9 +491,7 @@ static pid_t start_child(const struct task_batch *batch, size_t first, int *resu
                           strerror(saved));
     }
     if (pid == 0) {
-        for (size_t i = 0; i < session_fd_count; i++)
-            close(session_fds[i]);
-        session_fd_count = 0;
+        worker_child_close_hidden();
         if (batch->session) {
             close(job_fds[0]);
             child_run(fds[0], fds[1], parent, NULL, first, batch->session, job_fds[1], false);
@@ -424,8 +507,8 @@ static pid_t start_child(const struct task_batch *batch, size_t first, int *resu
         batch->session->pid = pid;
         batch->session->result_fd = fds[0];
         batch->session->job_fd = job_fds[0];
-        session_fd_remember(fds[0]);
-        session_fd_remember(job_fds[0]);
+        worker_fd_hide(fds[0]);
+        worker_fd_hide(job_fds[0]);
     }
     batch->stats->processes++;
     return pid;
@@ -438,47 +521,74 @@ enum delivery {
     DELIVERY_STOPPED,
 };
 
-/* Sends bytes on the session's non-blocking socket, polling like read_full: the watchdog and
- * the stop flag also cover a child that does not read. */
-static enum delivery send_full(int fd, const void *data, size_t bytes, int64_t deadline)
+/* Waits until the session's non-blocking socket takes bytes again, polling like read_full: the
+ * watchdog and the stop flag also cover a child that does not read. DELIVERED: try again. */
+static enum delivery wait_writable(int fd, int64_t deadline)
+{
+    if (stop_signal_received)
+        return DELIVERY_STOPPED;
+    int slice = WORKER_POLL_SLICE_MS;
+    if (deadline) {
+        const int64_t left = deadline - worker_now_ms();
+        if (left <= 0)
+            return DELIVERY_TIMEOUT;
+        if (left < slice)
+            slice = (int)left;
+    }
+    struct pollfd pending = { .fd = fd, .events = POLLOUT };
+    if (poll(&pending, 1, slice) < 0 && errno != EINTR)
+        return DELIVERY_GONE;
+    return DELIVERED;
+}
+
+/* Sends bytes on the session's socket, with descriptor (>= 0) attached to the first of them. */
+static enum delivery send_full(int fd, const void *data, size_t bytes, int descriptor,
+                               int64_t deadline)
 {
     const unsigned char *cursor = data;
     while (bytes > 0) {
-        ssize_t sent = send(fd, cursor, bytes, MSG_NOSIGNAL);
+        union descriptor_control control;
+        struct iovec part = { (void *)cursor, bytes };
+        struct msghdr message = { .msg_iov = &part, .msg_iovlen = 1 };
+        if (descriptor >= 0) {
+            memset(&control, 0, sizeof(control));
+            message.msg_control = control.bytes;
+            message.msg_controllen = sizeof(control.bytes);
+            struct cmsghdr *item = CMSG_FIRSTHDR(&message);
+            item->cmsg_level = SOL_SOCKET;
+            item->cmsg_type = SCM_RIGHTS;
+            item->cmsg_len = CMSG_LEN(sizeof(int));
+            memcpy(CMSG_DATA(item), &descriptor, sizeof(descriptor));
+        }
+        ssize_t sent = sendmsg(fd, &message, MSG_NOSIGNAL);
         if (sent > 0) {
             cursor += sent;
             bytes -= (size_t)sent;
+            descriptor = -1; /* it went with the first byte */
             continue;
         }
         if (sent < 0 && errno == EINTR)
             continue;
         if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
             return DELIVERY_GONE;
-        if (stop_signal_received)
-            return DELIVERY_STOPPED;
-        int slice = WORKER_POLL_SLICE_MS;
-        if (deadline) {
-            const int64_t left = deadline - now_ms();
-            if (left <= 0)
-                return DELIVERY_TIMEOUT;
-            if (left < slice)
-                slice = (int)left;
-        }
-        struct pollfd pending = { .fd = fd, .events = POLLOUT };
-        if (poll(&pending, 1, slice) < 0 && errno != EINTR)
-            return DELIVERY_GONE;
+        const enum delivery waited = wait_writable(fd, deadline);
+        if (waited != DELIVERED)
+            return waited;
     }
     return DELIVERED;
 }
 
-/* Gives a session's child its job, tasks from first on, within the task timeout. */
+/* Gives a session's child its job, tasks from first on, within the task timeout: the header and
+ * the bytes, or the header and the job file's descriptor. */
 static enum delivery deliver_job(const struct task_batch *batch, size_t first)
 {
-    const struct job_header header = { first, batch->job_bytes };
-    const int64_t deadline = batch->timeout_ms ? now_ms() + batch->timeout_ms : 0;
-    enum delivery delivery = send_full(batch->session->job_fd, &header, sizeof(header), deadline);
-    if (delivery == DELIVERED)
-        delivery = send_full(batch->session->job_fd, batch->job, batch->job_bytes, deadline);
+    const struct job_header header = { first, batch->job_bytes, batch->job_in_file };
+    const int64_t deadline = batch->timeout_ms ? worker_now_ms() + batch->timeout_ms : 0;
+    const int socket_fd = batch->session->job_fd;
+    enum delivery delivery = send_full(socket_fd, &header, sizeof(header),
+                                       batch->job_in_file ? batch->job_file : -1, deadline);
+    if (delivery == DELIVERED && !batch->job_in_file)
+        delivery = send_full(socket_fd, batch->job, batch->job_bytes, -1, deadline);
     return delivery;
 }
 
@@ -491,7 +601,7 @@ static void kill_hung_child(pid_t pid, const char *what, unsigned timeout_ms,
     snprintf(event->description, sizeof(event->description),
              "%s within the %u.%03u s timeout: killed", what, timeout_ms / 1000,
              timeout_ms % 1000);
-    reap_child(pid, 0, true);
+    worker_reap_child(pid, 0, true);
     stats->hangs++;
 }
 
@@ -499,7 +609,7 @@ static void kill_hung_child(pid_t pid, const char *what, unsigned timeout_ms,
  * it). */
 static void abandon_child(pid_t pid, int fd, struct worker_session *session)
 {
-    reap_child(pid, 0, true);
+    worker_reap_child(pid, 0, true);
     if (session)
         session_forget(session);
     else
@@ -514,7 +624,7 @@ static void release_child(const struct task_batch *batch, pid_t pid, int fd, boo
 {
     if (!kept) {
         if (!reaped)
-            reap_child(pid, 0, true);
+            worker_reap_child(pid, 0, true);
         if (batch->session)
             session_forget(batch->session);
         else if (fd >= 0)
@@ -556,12 +666,12 @@ static int run_batch(const struct task_batch *batch, struct audit_error *err)
         if (delivery == DELIVERY_GONE && reused) {
             /* It left after its last job (a poisoned context): a fresh one takes this job. A
              * fresh child that cannot take it is read from below, and charged with the task. */
-            reap_child(pid, 0, true);
+            worker_reap_child(pid, 0, true);
             session_forget(session);
             continue;
         }
         if (delivery == DELIVERY_STOPPED) {
-            reap_child(pid, 0, true);
+            worker_reap_child(pid, 0, true);
             session_forget(session);
             return WORKER_STOPPED;
         }
@@ -575,7 +685,7 @@ static int run_batch(const struct task_batch *batch, struct audit_error *err)
                 reaped = charged = true;
                 break;
             }
-            const int64_t deadline = timeout_ms ? now_ms() + timeout_ms : 0;
+            const int64_t deadline = timeout_ms ? worker_now_ms() + timeout_ms : 0;
             uint32_t length = 0;
             size_t got = 0;
             enum read_result result = read_full(fd, &length, sizeof(length), deadline, &got);
@@ -583,7 +693,7 @@ static int run_batch(const struct task_batch *batch, struct audit_error *err)
                 event_reset(&event, WORKER_CRASH);
                 snprintf(event.description, sizeof(event.description),
                          "sent a malformed message (length %u)", length);
-                reap_child(pid, 0, true);
+                worker_reap_child(pid, 0, true);
                 reaped = charged = true;
                 break;
             }
@@ -623,7 +733,7 @@ static int run_batch(const struct task_batch *batch, struct audit_error *err)
                          * writes gets EPIPE); a child stuck in teardown is killed. */
                         close(fd);
                         fd = -1;
-                        reap_child(pid, WORKER_EXIT_GRACE_MS, false);
+                        worker_reap_child(pid, WORKER_EXIT_GRACE_MS, false);
                     }
                     reaped = true;
                     break;
@@ -642,13 +752,13 @@ static int run_batch(const struct task_batch *batch, struct audit_error *err)
                 break;
             }
             /* End of file (or a broken pipe): the child is gone or going. */
-            int exit_status = reap_child(pid, WORKER_EXIT_GRACE_MS, false);
+            int exit_status = worker_reap_child(pid, WORKER_EXIT_GRACE_MS, false);
             reaped = true;
             event_reset(&event, WORKER_CRASH);
             if (result == READ_EOF && got > 0) {
-                describe_exit(exit_status, &event, "died mid-message: ");
+                worker_describe_exit(exit_status, &event, "died mid-message: ");
                 charged = true;
-            } else if (describe_exit(exit_status, &event, "")) {
+            } else if (worker_describe_exit(exit_status, &event, "")) {
                 charged = true;
             } else if (received == 0 && !reused) {
                 snprintf(event.description, sizeof(event.description),
@@ -707,7 +817,7 @@ void worker_keeper_stop(struct worker_keeper *keeper)
     if (keeper->pid <= 0)
         return;
     /* SIGKILL at once: a keeper only holds what process exit releases. */
-    reap_child(keeper->pid, 0, true);
+    worker_reap_child(keeper->pid, 0, true);
     keeper->pid = 0;
 }
 
@@ -744,15 +854,27 @@ int worker_session_run_job(struct worker_session *session, const void *job, size
     return run_batch(&batch, err);
 }
 
+int worker_session_run_job_file(struct worker_session *session, int job_file, size_t job_bytes,
+                                size_t task_count, worker_result_fn on_result, void *user,
+                                unsigned timeout_ms, struct audit_error *err)
+{
+    const struct task_batch batch = {
+        .task_count = task_count, .session = session, .job_bytes = job_bytes,
+        .job_in_file = true, .job_file = job_file, .on_result = on_result, .user = user,
+        .timeout_ms = timeout_ms, .stats = &session->stats,
+    };
+    return run_batch(&batch, err);
+}
+
 void worker_session_stop(struct worker_session *session)
 {
     if (!session || session->pid <= 0)
         return;
     /* End of its jobs: the child leaves its loop and exits as a worker does (CUDA teardown
      * within the grace period, else killed). */
-    session_fd_forget(session->job_fd);
+    worker_fd_unhide(session->job_fd);
     close(session->job_fd);
     session->job_fd = -1;
-    reap_child(session->pid, WORKER_EXIT_GRACE_MS, false);
+    worker_reap_child(session->pid, WORKER_EXIT_GRACE_MS, false);
     session_forget(session);
 }

@@ -137,6 +137,14 @@ int worker_session_start(struct worker_session *session, struct audit_error *err
 int worker_session_run_job(struct worker_session *session, const void *job, size_t job_bytes,
                            size_t task_count, worker_result_fn on_result, void *user,
                            unsigned timeout_ms, struct audit_error *err);
+/* The same with the job in a file (`run`: a memfd holding a record too big to copy through the
+ * socket): only the descriptor travels (SCM_RIGHTS, beside the job's header), and the child maps
+ * the file's first job_bytes bytes privately (its writes stay its own) instead of reading a copy.
+ * The caller keeps job_file open until this returns: a fresh child after a crash or hang is
+ * given the same descriptor. A child that cannot map it exits 3 (a crash of the task). */
+int worker_session_run_job_file(struct worker_session *session, int job_file, size_t job_bytes,
+                                size_t task_count, worker_result_fn on_result, void *user,
+                                unsigned timeout_ms, struct audit_error *err);
 void worker_session_stop(struct worker_session *session);
 
 /* SIGINT and SIGTERM set the stop flag (no SA_RESTART: blocking calls return EINTR). Returns 0

@@ -44,6 +44,7 @@
 #define KEY_BATCH_INVARIANCE "batch_invariance"
 #define KEY_GPU_PREFILTER "gpu_prefilter"
 #define KEY_SHARD "shard"
+#define KEY_DEVICES_CONCURRENT "devices_concurrent"
 
 /* ---- records -------------------------------------------------------------------------------- */
 

@@ -202,12 +202,24 @@ expect_grep 'policy' "$TMP/out" "help mentions the policy"
 expect_exit 2 "--device and --devices together" -- "$AUDIT" run --device 0 --devices 0,1 --out "$TMP/x.json" "$CAPTURE"
 expect_exit 2 "--devices malformed" -- "$AUDIT" run --devices 0,,1 --out "$TMP/x.json" "$CAPTURE"
 expect_exit 2 "--out - with --baseline-out -" -- "$AUDIT" run --out - --baseline-out - "$CAPTURE"
+expect_exit 2 "--devices-sequential without --devices" -- "$AUDIT" run --devices-sequential --out "$TMP/x.json" "$CAPTURE"
+expect_grep 'needs --devices' "$TMP/err" "the usage error names what is missing"
 if python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["context"]["device"] is None else 1)' "$R"; then
     expect_exit 0 "run --devices 0,0 without a GPU" -- "$AUDIT" run --quiet --devices 0,0 --out "$TMP/dev.json" "$CAPTURE"
     json_check "$TMP/dev.json" 'j["cross_device"]["available"] is False and (j["cross_device"]["reason"].startswith("no CUDA device") or j["cross_device"]["reason"].startswith("no NVIDIA driver found")) and j["cross_device"]["requested"] == "0,0" and j["cross_device"]["entries"] == []' \
         "no GPU: cross_device unavailable with the reason"
     json_check "$TMP/dev.json" 'j["context"]["devices"] == [0, 0] and all("per_device" not in b for r in j["records"] for b in r["backends"])' \
         "no GPU: the requested list in the context, no per_device entries"
+    json_check "$TMP/dev.json" 'j["context"]["devices_concurrent"] is False' \
+        "no GPU: no device ran, so none ran at the same time (devices_concurrent false)"
+    json_check "$R" 'j["context"]["devices_concurrent"] is None' "without --devices: devices_concurrent null"
+    # The passes at once or in turn: the same report without a GPU (context aside).
+    expect_exit 0 "run --devices 0,0 --devices-sequential without a GPU" -- \
+        "$AUDIT" run --quiet --devices 0,0 --devices-sequential --out "$TMP/dev-seq.json" "$CAPTURE"
+    if cmp -s <(python3 tests/cli/normalize_document.py "$TMP/dev.json" | cut -d' ' -f1) \
+              <(python3 tests/cli/normalize_document.py "$TMP/dev-seq.json" | cut -d' ' -f1); then
+        pass "no GPU: --devices-sequential writes the same report"
+    else fail "no GPU: --devices-sequential changed the report"; fi
     expect_exit 0 "run --devices all without a GPU" -- "$AUDIT" run --quiet --devices all --out "$TMP/dev.json" "$CAPTURE"
     json_check "$TMP/dev.json" 'j["cross_device"]["available"] is False and j["cross_device"]["requested"] == "all"' \
         "--devices all: unavailable"
@@ -217,6 +229,7 @@ else
         "$AUDIT" run --devices 0,0 --reps 3 --backends filtered-det,bitonic,sort --out "$TMP/dev.json" "$CAPTURE"
     json_check "$TMP/dev.json" 'j["cross_device"]["available"] and j["cross_device"]["same_model"] and len(j["cross_device"]["devices"]) == 2' \
         "GPU: two devices, same model"
+    json_check "$TMP/dev.json" 'j["context"]["devices_concurrent"] is True' "GPU: the two passes ran at once"
     json_check "$TMP/dev.json" 'all(len(b["per_device"]) == 2 and [d["device"]["index"] for d in b["per_device"]] == [0, 1] for r in j["records"] for b in r["backends"])' \
         "GPU: per_device has both entries"
     json_check "$TMP/dev.json" 'len(j["cross_device"]["entries"]) == 9 and all(e["required"] for e in j["cross_device"]["entries"])' \

@@ -16,7 +16,13 @@
 #   faulty-hang with DSATOPK_PLUGIN_HANG=host (launch() never returns), each followed by a
 #   well-behaved backend (bitonic, sort, example-simple) that must still pass: status error,
 #   crash (SIGSEGV) and hang (after --timeout), exit 1, no process left behind;
-# - a run stopped by SIGINT while a backend hangs exits 130 with a report marked incomplete.
+# - a run stopped by SIGINT while a backend hangs exits 130 with a report marked incomplete;
+# - `--devices 0,0` (two pass processes at once on one GPU) with faulty-hang, faulty-oob and
+#   bitonic: each device entry reports its own hang and cuda_error, bitonic passes on both, the
+#   report is complete, the two 20 s hangs per record ran side by side (the run takes less than
+#   the passes one after another would), and no process is left;
+# - SIGTERM to the main process alone during `--devices 0,0` while both hang: passed on to the
+#   pass process, exit 143, the record in progress kept on both entries, no process left.
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/../cli/lib.sh"
 PLUGINS=${2:?usage: test_gpu_isolation.sh BINARY PLUGIN_BUILD_DIR}
@@ -47,6 +53,15 @@ CAPTURE="$TMP/small.bin"
 
 # No worker of an earlier test is still around (the binary's children are what we look for).
 children_of_audit() { pgrep -f -- "$AUDIT run" | grep -vx "$$" || true; }
+# expect_no_process_left WHAT: a second after a run, none of its processes is left.
+expect_no_process_left() {
+    local prefix="${1:+$1: }" left
+    sleep 1
+    left=$(children_of_audit)
+    # shellcheck disable=SC2086 # $left: one pid per word
+    if [ -z "$left" ]; then pass "${prefix}no process of the run is left"; else
+        fail "${prefix}processes left behind: $left"; ps -o pid,ppid,stat,cmd -p $left; fi
+}
 # of NAME: the entries of backend NAME in every record, as a Python expression.
 of() { echo "[b for r in j['records'] for b in r['backends'] if b['name'] == '$1']"; }
 
@@ -83,11 +98,7 @@ else
     fail "no report at $R"
 fi
 expect_grep 'faulty-hang .*hang' "$TMP/table.txt" "the table shows the hang"
-sleep 1
-LEFT=$(children_of_audit)
-# shellcheck disable=SC2086 # $LEFT: one pid per word
-if [ -z "$LEFT" ]; then pass "no process of the run is left"; else
-    fail "processes left behind: $LEFT"; ps -o pid,ppid,stat,cmd -p $LEFT; fi
+expect_no_process_left ""
 
 # GPU out of memory: 1 TiB of scratch for faulty-oom. The allocation fails without poisoning the
 # context, so the worker goes on with bitonic; exit 1 is "a backend hit an error" (docs/REPORT.md).
@@ -150,11 +161,55 @@ fi
 expect_grep 'faulty-crash .* crash ' "$TMP/host.txt" "host-side faults: the table shows the crash"
 expect_grep 'contained faults: 2 hang, 2 crash, 0 cuda_error' "$TMP/host.txt" \
     "host-side faults: the table counts 2 hang and 2 crash"
-sleep 1
-LEFT=$(children_of_audit)
-# shellcheck disable=SC2086 # $LEFT: one pid per word
-if [ -z "$LEFT" ]; then pass "host-side faults: no process of the run is left"; else
-    fail "host-side faults: processes left behind: $LEFT"; ps -o pid,ppid,stat,cmd -p $LEFT; fi
+expect_no_process_left "host-side faults"
+
+# --devices 0,0: two pass processes at once, each with its own workers and watchdog.
+R5="$TMP/devices-faults.json"
+START=$(date +%s)
+"$AUDIT" run --devices 0,0 --reps 3 --timeout 20 --noise none --out "$R5" \
+    --plugin "$PLUGINS/plugin_hang.so" --plugin "$PLUGINS/plugin_oob.so" \
+    --backends bitonic,faulty-hang,faulty-oob "$CAPTURE" >"$TMP/dev.txt" 2>"$TMP/dev.err"
+DEV_EXIT=$?
+END=$(date +%s)
+cat "$TMP/dev.txt"; sed 's/^/    stderr: /' "$TMP/dev.err" | head -20
+if [ "$DEV_EXIT" -eq 1 ]; then pass "--devices 0,0 with faults: exit 1"; else fail "--devices 0,0 with faults: exit $DEV_EXIT, wanted 1"; fi
+echo "# took $((END - START)) s"
+# Two records x one 20 s hang per entry: 40 s at once, 80 s one after the other.
+if [ $((END - START)) -lt 70 ]; then pass "--devices 0,0 with faults: the entries' hangs ran at once ($((END - START)) s < 70)"; else
+    fail "--devices 0,0 with faults: took $((END - START)) s, as if one after the other"; fi
+if [ -f "$R5" ]; then
+    json_check "$R5" 'j["complete"] is True and j["exit_code"] == 1 and j["context"]["devices_concurrent"] is True and len(j["records"]) == 2' \
+        "--devices 0,0 with faults: complete, exit code 1, the entries ran at once"
+    json_check "$R5" "all([d['device']['index'] for d in b['per_device']] == [0, 1] for r in j['records'] for b in r['backends'])" \
+        "--devices 0,0 with faults: per_device in list order on every record x backend"
+    json_check "$R5" "all(d['status'] == 'ok' and d['verdict'] == 'pass' for b in $(of bitonic) for d in b['per_device']) and all(d['status'] == 'hang' for b in $(of faulty-hang) for d in b['per_device']) and all(d['status'] == 'cuda_error' for b in $(of faulty-oob) for d in b['per_device'])" \
+        "--devices 0,0 with faults: each entry has its own hang and cuda_error, bitonic passes on both"
+else
+    fail "--devices 0,0 with faults: no report at $R5"
+fi
+expect_no_process_left "--devices 0,0 with faults"
+
+# SIGTERM to the main process alone while both entries hang: it stops its pass and passes the
+# stop on to the other's process.
+R6="$TMP/devices-terminated.json"
+"$AUDIT" run --devices 0,0 --reps 3 --timeout 600 --noise none --out "$R6" \
+    --plugin "$PLUGINS/plugin_hang.so" --backends bitonic,faulty-hang "$CAPTURE" \
+    >"$TMP/term.out" 2>"$TMP/term.err" &
+PID=$!
+sleep 10
+kill -TERM "$PID"
+wait "$PID"
+TERM_EXIT=$?
+if [ "$TERM_EXIT" -eq 143 ]; then pass "--devices 0,0 SIGTERM: exit 143"; else fail "--devices 0,0 SIGTERM: exit $TERM_EXIT, wanted 143"; sed 's/^/    /' "$TMP/term.err"; fi
+if [ -f "$R6" ]; then
+    json_check "$R6" 'j["complete"] is False and "SIGTERM" in j["stop_reason"] and j["exit_code"] == 143' \
+        "--devices 0,0 SIGTERM: the report is written, complete false, stop_reason names SIGTERM"
+    json_check "$R6" 'len(j["records"]) == 1 and [[d["status"] for d in b["per_device"]] for b in j["records"][0]["backends"]] == [["ok", "ok"], ["skipped", "skipped"]]' \
+        "--devices 0,0 SIGTERM: the record in progress keeps bitonic on both entries; the hanging backend is skipped on both"
+else
+    fail "--devices 0,0 SIGTERM: no report at $R6"
+fi
+expect_no_process_left "--devices 0,0 SIGTERM"
 
 # Ctrl-C while a backend hangs: the workers are killed, the report says incomplete.
 R2="$TMP/interrupted.json"
@@ -174,10 +229,6 @@ if [ -f "$R2" ]; then
 else
     fail "SIGINT: no report at $R2"
 fi
-sleep 1
-LEFT=$(children_of_audit)
-# shellcheck disable=SC2086 # $LEFT: one pid per word
-if [ -z "$LEFT" ]; then pass "SIGINT: no process of the run is left"; else
-    fail "SIGINT: processes left behind: $LEFT"; ps -o pid,ppid,stat,cmd -p $LEFT; fi
+expect_no_process_left "SIGINT"
 
 finish

@@ -3,12 +3,16 @@
 # Checks: the deterministic backends (bitonic, sort) give one distinct output equal to the CPU
 # reference with zero violations on every record, in eager, graph and batch-invariance modes;
 # every entry carries a time breakdown whose parts add up; one worker process (one CUDA start)
-# serves every record; the GPU pre-filter copies back and
-# hashes only new outputs and leaves the report as --no-gpu-prefilter writes it;
+# serves every record, those over 1 MiB (handed over in a memfd) too; the GPU pre-filter copies
+# back and hashes only new outputs and leaves the report as --no-gpu-prefilter writes it;
 # the exit code follows the verdicts; --dump-outputs files hash to the reported SHA-256; the
 # radix negative control shows at least two distinct sets on a 0.0-plateau record (if it never
 # does, the audit could not detect anything); FlashInfer's own kernels (fi-*) run, pass in
-# FlashInfer's domain, and show its departures from the contract where expected.
+# FlashInfer's domain, and show its departures from the contract where expected; --devices 0,0
+# (two pass processes sharing the GPU at once) gives the deterministic backends' (bitonic, sort,
+# filtered-det, fi-graph-safe) outputs of --devices 0 on both entries, per_device[] in list order,
+# devices_concurrent true and one CUDA start per entry, as --devices-sequential does with
+# devices_concurrent false.
 . "$(dirname "$0")/../cli/lib.sh"
 
 if ! command -v nvidia-smi >/dev/null 2>&1; then
@@ -235,5 +239,49 @@ json_check "$TMP/self.json" 'len(j["records"]) > 0 and all([d["device"]["index"]
     "per_device: one ok entry per --devices entry, in list order, on every record x backend"
 json_check "$TMP/self.json" 'j["cross_device"]["available"] and j["cross_device"]["summary"]["compared"] > 0 and j["cross_device"]["summary"]["required_disagreements"] == 0' \
     "cross_device: the device agrees with itself"
+
+# --devices 0 against --devices 0,0 (two pass processes sharing the GPU at once, each with its own
+# CUDA context and noise stream) and against the two in turn (--devices-sequential): the
+# deterministic backends give one output per record, the same on every entry and in every mode.
+DET=bitonic,sort,filtered-det
+if python3 -c 'import json,sys; sys.exit(1 if any("not built" in (b["reason"] or "") for r in json.load(open(sys.argv[1]))["records"] for b in r["backends"] if b["name"].startswith("fi-")) else 0)' "$R"; then
+    DET=$DET,fi-graph-safe
+fi
+CAPS=(captures/tie.bin captures/relu.bin captures/plateau.bin)
+expect_exit 0 "--devices 0 ($DET)" -- "$AUDIT" run --quiet --reps 3 --backends "$DET" \
+    --devices 0 --out "$TMP/one.json" "${CAPS[@]}"
+expect_exit 0 "--devices 0,0 at once ($DET)" -- "$AUDIT" run --quiet --reps 3 --backends "$DET" \
+    --devices 0,0 --out "$TMP/two.json" "${CAPS[@]}"
+expect_exit 0 "--devices 0,0 --devices-sequential ($DET)" -- "$AUDIT" run --quiet --reps 3 \
+    --backends "$DET" --devices 0,0 --devices-sequential --out "$TMP/seq.json" "${CAPS[@]}"
+json_check "$TMP/two.json" 'j["context"]["devices_concurrent"] is True' "--devices 0,0: devices_concurrent true"
+json_check "$TMP/seq.json" 'j["context"]["devices_concurrent"] is False' "--devices-sequential: devices_concurrent false"
+json_check "$TMP/one.json" 'j["context"]["devices_concurrent"] is False' "--devices 0: devices_concurrent false"
+for mode in two seq; do
+    python3 - "$TMP/one.json" "$TMP/$mode.json" >"$TMP/same-$mode.txt" 2>&1 <<'EOF2'
+import json, sys
+one, other = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+alone = {(r["file"], r["index"], b["name"]): set(b["output_sha256_per_rep"])
+         for r in one["records"] for b in r["backends"]}
+bad, compared = [], 0
+for r in other["records"]:
+    for b in r["backends"]:
+        key = (r["file"], r["index"], b["name"])
+        devices = b.get("per_device", [])
+        sets = [set(d["output_sha256_per_rep"]) for d in devices]
+        compared += 1
+        if [d["device"]["index"] for d in devices] != [0, 1] or len(alone[key]) != 1 or \
+                any(s != alone[key] for s in sets) or any(d["status"] != "ok" for d in devices):
+            bad.append(key)
+print("record x backend", compared, "differing from --devices 0", len(bad), bad[:3])
+sys.exit(1 if bad or compared != len(alone) else 0)
+EOF2
+    if [ $? -eq 0 ]; then pass "$mode: every entry's output equals --devices 0's, per_device in list order ($(cat "$TMP/same-$mode.txt"))"
+    else fail "$mode: outputs differ from --devices 0"; cat "$TMP/same-$mode.txt"; fi
+done
+# Each entry's session worker starts CUDA once: records over 1 MiB (relu, plateau) reach it in a
+# memfd, and no record gets a worker of its own.
+json_check "$TMP/two.json" "all([(i, b['name']) for i, r in enumerate(j['records']) for b in r['backends'] if b['per_device'][d]['time_breakdown_ms']['device_open_ms'] > 0] == [(0, j['records'][0]['backends'][0]['name'])] for d in (0, 1))" \
+    "--devices 0,0: one CUDA start per entry for every record"
 
 finish
