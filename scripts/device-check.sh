@@ -188,9 +188,9 @@ for s in $steps; do
         # `run` itself under memcheck: the replay's streams, events and noise queue (keeper,
         # workers, graph and batch replays) on three records of the shipped edge capture, with the
         # default gemm noise. The CUDA work is in forked children: sanitizer-run.sh judges every
-        # process's ERROR SUMMARY.
+        # process's ERROR SUMMARY. Record 1 is left out: fi-* fail it by design (BACKENDS.md).
         step run-memcheck 300 bash scripts/sanitizer-run.sh memcheck dsatopk-audit run --reps 3 \
-            --graph --batch-invariance --records 0-2 --out /tmp/run-memcheck.json captures/edge.bin
+            --graph --batch-invariance --records 0,2-3 --out /tmp/run-memcheck.json captures/edge.bin
         # The same with --devices 0,0: a pass process beside the main one, each with its own
         # session worker (plateau.bin's 8 MiB records reach them in a memfd). Records 0 and 2 of
         # each file: every backend passes there, fi-* included, so the run must exit 0.
