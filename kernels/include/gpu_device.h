@@ -49,6 +49,14 @@ int gpu_device_query(int ordinal, size_t emulate_smem_per_sm, struct gpu_device_
  * clusters of one CTA: callers go on without it (supports() then assumes every SM can take a
  * CTA of a cluster). */
 int gpu_device_measure_clusters(struct gpu_device_info *info, struct audit_error *err);
+/* Copies bytes from pageable host memory to device memory and waits until they are there.
+ * cudaMemcpy alone is not enough: from pageable memory it may return once the bytes are staged
+ * for DMA, the DMA still in flight on the default stream (CUDA's "API synchronization behavior"),
+ * and kernels on a cudaStreamNonBlocking stream, as every replay and test stream is, are not
+ * ordered after it: a launch could read the old contents (a 64000-byte upload did on the H200).
+ * Waiting on the default stream orders every later launch.
+ * Both pointers may be anything when bytes is 0 (nothing is copied). */
+int gpu_upload(void *device, const void *host, size_t bytes, struct audit_error *err);
 /* Launches one empty kernel (one block of 32 threads) on stream: what `bench` subtracts nothing
  * with but reports as the floor of a call (launch and drain of a kernel in a graph). */
 int gpu_launch_empty(cudaStream_t stream, struct audit_error *err);

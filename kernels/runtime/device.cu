@@ -169,6 +169,15 @@ extern "C" int gpu_device_measure_clusters(struct gpu_device_info *info, struct 
     return status;
 }
 
+extern "C" int gpu_upload(void *device, const void *host, size_t bytes, struct audit_error *err)
+{
+    if (bytes == 0)
+        return 0;
+    CUDA_TRY(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), err);
+    CUDA_TRY(cudaStreamSynchronize(0), err);
+    return 0;
+}
+
 static __global__ void k_empty(void) {}
 
 extern "C" int gpu_launch_empty(cudaStream_t stream, struct audit_error *err)

@@ -12,6 +12,7 @@
  * copy bandwidth measured at start. */
 #include "bench.h"
 #include "cuda_check.h"
+#include "gpu_device.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -184,16 +185,16 @@ static int bench_buffers_upload(struct bench_buffers *buffers, const struct capt
     CUDA_CHECK_GOTO(cudaMalloc((void **)&buffers->scores, input_bytes * copies), err, status,
                     error);
     for (uint64_t c = 0; c < copies; c++)
-        CUDA_CHECK_GOTO(cudaMemcpy((char *)buffers->scores + c * input_bytes, record->scores,
-                                   input_bytes, cudaMemcpyHostToDevice),
-                        err, status, error);
+        if ((status = gpu_upload((char *)buffers->scores + c * input_bytes, record->scores,
+                                 input_bytes, err)) < 0)
+            goto error;
     buffers->l2_flush_bytes = 2 * device->l2_bytes;
     CUDA_CHECK_GOTO(cudaMalloc(&buffers->l2_flush, buffers->l2_flush_bytes), err, status, error);
     CUDA_CHECK_GOTO(cudaMalloc((void **)&buffers->lengths, record->rows * sizeof(int32_t)), err,
                     status, error);
-    CUDA_CHECK_GOTO(cudaMemcpy(buffers->lengths, record->lengths, record->rows * sizeof(int32_t),
-                               cudaMemcpyHostToDevice),
-                    err, status, error);
+    if ((status = gpu_upload(buffers->lengths, record->lengths, record->rows * sizeof(int32_t),
+                             err)) < 0)
+        goto error;
     CUDA_CHECK_GOTO(cudaMalloc((void **)&buffers->out,
                                (size_t)record->rows * record->k * sizeof(int32_t)),
                     err, status, error);

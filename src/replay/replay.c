@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda_check.h"
+#include "gpu_device.h"
 #include "output_file.h"
 #include "output_hash.h"
 #include "selection.h"
@@ -247,8 +248,7 @@ static int upload_array(void **device_pointer, const void *host, size_t bytes, c
     int status = device_alloc(device_pointer, bytes ? bytes : sizeof(int32_t), what, NULL, err);
     if (status < 0 || bytes == 0)
         return status;
-    CUDA_TRY(cudaMemcpy(*device_pointer, host, bytes, cudaMemcpyHostToDevice), err);
-    return AUDIT_OK;
+    return gpu_upload(*device_pointer, host, bytes, err);
 }
 
 /* Uploads the record once; every backend of the record shares it. */

@@ -46,6 +46,7 @@
 #include "checks.h"
 #include "bitonic_plan.h"
 #include "cuda_check.h"
+#include "gpu_device.h"
 #include "hash.h"
 #include "noise.h"
 #include "reference.h"
@@ -498,8 +499,7 @@ static int device_upload(void **device, const void *host, size_t bytes, struct a
     if (bytes)
         HARNESS_CUDA(cudaMalloc(device, bytes), err, status, done);
     if (bytes)
-        HARNESS_CUDA(cudaMemcpy(*device, host, bytes, cudaMemcpyHostToDevice), err, status,
-                     done);
+        status = gpu_upload(*device, host, bytes, err);
 done:
     return status;
 }

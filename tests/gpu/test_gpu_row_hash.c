@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda_check.h"
+#include "gpu_device.h"
 #include "hash.h"
 #include "output_hash.h"
 #include "topk_backends.h"
@@ -117,13 +118,9 @@ static int run_case(const struct hash_case *shape, uint64_t *random_state, cudaS
     CUDA_CHECK_GOTO(cudaMalloc((void **)&device_case.row_hashes,
                                shape->rows * sizeof(uint64_t)),
                     err, status, done);
-    CUDA_CHECK_GOTO(cudaMemcpy(device_case.out, out, count * sizeof(int32_t),
-                               cudaMemcpyHostToDevice),
-                    err, status, done);
-    if (raw)
-        CUDA_CHECK_GOTO(cudaMemcpy(device_case.raw_out, raw, count * sizeof(int32_t),
-                                   cudaMemcpyHostToDevice),
-                        err, status, done);
+    if ((status = gpu_upload(device_case.out, out, count * sizeof(int32_t), err)) < 0 ||
+        (raw && (status = gpu_upload(device_case.raw_out, raw, count * sizeof(int32_t), err)) < 0))
+        goto done;
 
     hash_output_rows64(out, raw, shape->rows, shape->k, expected);
     status = device_row_hashes(&device_case, shape, stream, got, err);
@@ -143,9 +140,8 @@ static int run_case(const struct hash_case *shape, uint64_t *random_state, cudaS
     int32_t *target = raw && slot % 2 ? device_case.raw_out : device_case.out;
     const int32_t old_value = (raw && slot % 2 ? raw : out)[slot];
     const int32_t new_value = old_value == 0 ? 1 : 0;
-    CUDA_CHECK_GOTO(cudaMemcpy(target + slot, &new_value, sizeof(new_value),
-                               cudaMemcpyHostToDevice),
-                    err, status, done);
+    if ((status = gpu_upload(target + slot, &new_value, sizeof(new_value), err)) < 0)
+        goto done;
     memcpy(expected, got, shape->rows * sizeof(uint64_t));
     status = device_row_hashes(&device_case, shape, stream, got, err);
     if (status < 0)
