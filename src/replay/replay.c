@@ -201,8 +201,10 @@ void replay_shape(const struct capture_record *record, uint32_t k, struct topk_s
             shape->min_length = record->lengths[b];
     }
     shape->has_row_starts = record->row_starts != NULL;
-    shape->has_page_table = record->page_table != NULL;
-    shape->page_size = record->page_table ? record->page_size : 0;
+    /* Paged is page_size != 0, as the checks read it: a page table of no column may come as a
+     * NULL array (over the worker socket), and it is still a paged record with a raw output. */
+    shape->has_page_table = record->page_size != 0;
+    shape->page_size = record->page_size;
 }
 
 int replay_input_create(struct replay_device *device, const struct capture_record *record,
@@ -273,7 +275,7 @@ static int input_upload(struct replay_input *input, struct audit_error *err)
         if (status < 0)
             goto error;
     }
-    if (record->page_table) {
+    if (record->page_size != 0) {
         status = upload_array((void **)&input->page_table, record->page_table,
                               rows * record->page_table_cols * sizeof(int32_t), "the page table",
                               err);
