@@ -1,4 +1,5 @@
 # Shared helpers for the command-line tests. Source it; $1 of the test is the binary.
+# DSATOPK_TEST_KEEP=DIR: a JSON document whose json_check failed is copied into DIR.
 set -u
 AUDIT=${1:?usage: test_NAME.sh PATH/TO/dsatopk-audit}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dsatopk-cli.XXXXXX")
@@ -44,6 +45,9 @@ json_check() {
         pass "$3"
     else
         fail "$3: ($2) is false for $1"; sed 's/^/    /' "$TMP/pyerr" | tail -5
+        # On the GPU machine the temporary folder goes away: keep what failed where asked.
+        [ -n "${DSATOPK_TEST_KEEP:-}" ] && mkdir -p "$DSATOPK_TEST_KEEP" &&
+            cp "$1" "$DSATOPK_TEST_KEEP/$(basename "$(dirname "$1")")-$(basename "$1")"
     fi
     mkdir -p "$TMP/checked-documents"
     CHECKED_DOCUMENTS=$((${CHECKED_DOCUMENTS:-0} + 1))

@@ -72,10 +72,13 @@ json_check "$TMP/report.json" 'len(j["records"]) == 6 and not j["input_errors"]'
 if python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["context"]["device"] is None else 1)' "$TMP/report.json"; then
     echo "# no CUDA device: the backends' -1 padding is checked on a GPU machine (this test, suite gpu)"
 else
-    json_check "$TMP/report.json" 'all(b["status"] == "ok" for r in j["records"] for b in r["backends"])' \
-        "every backend ran on every record (status ok, no 'missing device pointer')"
-    json_check "$TMP/report.json" 'all(b["verdict"] == "pass" and set(b["output_sha256_per_rep"]) == {r["reference"]["output_sha256"]} for r in j["records"] for b in r["backends"] if r["index"] != 3 or b["name"] in ("bitonic", "sort"))' \
-        "all -1 from every backend on the empty records; bitonic and sort equal the reference on all"
+    # Our backends take every layout; FlashInfer's modes decline some (fi-det-sorted dense rows
+    # only: docs/BACKENDS.md) and say so as unsupported, never as an error.
+    OURS='("bitonic", "radix", "filtered", "filtered-det", "sort")'
+    json_check "$TMP/report.json" "all(b['status'] == 'ok' if b['name'] in $OURS else b['status'] in ('ok', 'unsupported') for r in j['records'] for b in r['backends'])" \
+        "every backend ran on every record (status ok, no 'missing device pointer'; fi-* may decline)"
+    json_check "$TMP/report.json" 'all(b["verdict"] == "pass" and set(b["output_sha256_per_rep"]) == {r["reference"]["output_sha256"]} for r in j["records"] for b in r["backends"] if b["status"] == "ok" and (r["index"] != 3 or b["name"] in ("bitonic", "sort")))' \
+        "all -1 from every backend that ran on the empty records; bitonic and sort equal the reference on all"
 fi
 
 # The rest of the tool takes them too.
