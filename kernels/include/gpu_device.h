@@ -1,7 +1,8 @@
 /* Device discovery: how many CUDA devices there are, what one of them reports (with a smaller
  * shared memory emulated where asked, so that the decisions of a small device can be checked on
- * a large one), how many thread-block clusters of each size it runs at once, and the floor of a
- * kernel launch (kernels/runtime/device.cu). Plain C with extern "C" guards. */
+ * a large one), how many thread-block clusters of each size it runs at once, the floor of a
+ * kernel launch, and an upload that waits for its copy (kernels/runtime/device.cu). Plain C
+ * with extern "C" guards. */
 #ifndef DSATOPK_GPU_DEVICE_H
 #define DSATOPK_GPU_DEVICE_H
 
