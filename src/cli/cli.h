@@ -51,6 +51,11 @@ int cli_parse_uint(const char *text, unsigned long long max, unsigned long long 
  * or -1 (malformed, or beyond 2^64 - 1). */
 int cli_parse_bytes(const char *text, unsigned long long *value);
 
+/* --format of the commands that print a table or write JSON. cli_parse_format returns 0, or
+ * EXIT_USAGE after printing the usage error for command. */
+enum cli_format { CLI_FORMAT_TABLE, CLI_FORMAT_JSON };
+int cli_parse_format(const struct cli_command *command, const char *text, enum cli_format *format);
+
 /* Parses --engine-contract JSON ({"order": ..., "tie_break": ...}, engine_check.h) for command;
  * returns 0, or EXIT_USAGE after printing the usage error. */
 struct engine_contract;

@@ -59,10 +59,9 @@ static const char census_usage[] =
     "exit codes: 0 ok; 2 usage error; 3 a capture is missing, unreadable, truncated or corrupt;\n"
     "            4 out of memory\n";
 
-enum output_format { FORMAT_JSON, FORMAT_TABLE };
 
 struct census_options {
-    enum output_format format;
+    enum cli_format format;
     const char *output_path; /* "-": stdout */
     uint32_t ks[MAX_KS];
     size_t k_count;
@@ -273,12 +272,8 @@ static int parse_options(int argc, char **argv, struct census_options *options)
             break;
         }
         case 'f':
-            if (strcmp(optarg, "table") == 0)
-                options->format = FORMAT_TABLE;
-            else if (strcmp(optarg, "json") == 0)
-                options->format = FORMAT_JSON;
-            else
-                return cli_usage_error(&cmd_census, "--format: '%s' is not json or table", optarg);
+            if (cli_parse_format(&cmd_census, optarg, &options->format) != 0)
+                return EXIT_USAGE;
             break;
         case 'o': options->output_path = optarg; break;
         case 'r':
@@ -308,7 +303,7 @@ static int parse_options(int argc, char **argv, struct census_options *options)
 
 static int run_census(int argc, char **argv)
 {
-    struct census_options options = { .format = FORMAT_JSON, .output_path = "-" };
+    struct census_options options = { .format = CLI_FORMAT_JSON, .output_path = "-" };
     struct census_totals totals = { 0 };
     struct audit_error err = { 0 };
     glob_t found = { 0 };
@@ -355,7 +350,7 @@ static int run_census(int argc, char **argv)
     if (census_json_finish(document, totals.files, totals.records, totals.worst_status) < 0)
         goto out_of_memory;
 
-    text = json_render(document, options.format == FORMAT_JSON ? NULL : print_table);
+    text = json_render(document, options.format == CLI_FORMAT_JSON ? NULL : print_table);
     if (!text)
         goto out_of_memory;
     if (json_write_text_atomic(options.output_path, text, &err) != AUDIT_OK) {

@@ -51,10 +51,9 @@ static const char compare_usage[] =
     "            missing, unreadable, corrupt or truncated, or no call is comparable;\n"
     "            4 out of memory\n";
 
-enum output_format { FORMAT_TABLE, FORMAT_JSON };
 
 struct compare_cli_options {
-    enum output_format format;
+    enum cli_format format;
     const char *output, *html;
     struct engine_contract contract;
     bool contract_given;
@@ -78,13 +77,8 @@ static int parse_options(int argc, char **argv, struct compare_cli_options *opti
     while ((option = getopt_long(argc, argv, ":ho:", long_options, NULL)) != -1) {
         switch (option) {
         case 'f':
-            if (strcmp(optarg, "table") == 0)
-                options->format = FORMAT_TABLE;
-            else if (strcmp(optarg, "json") == 0)
-                options->format = FORMAT_JSON;
-            else
-                return cli_usage_error(&cmd_compare, "--format: '%s' is not table or json",
-                                       optarg);
+            if (cli_parse_format(&cmd_compare, optarg, &options->format) != 0)
+                return EXIT_USAGE;
             break;
         case 'o': options->output = optarg; break;
         case OPTION_HTML: options->html = optarg; break;
@@ -109,7 +103,7 @@ static int parse_options(int argc, char **argv, struct compare_cli_options *opti
 
 static int run_compare(int argc, char **argv)
 {
-    struct compare_cli_options options = { .format = FORMAT_TABLE, .output = "-" };
+    struct compare_cli_options options = { .format = CLI_FORMAT_TABLE, .output = "-" };
     struct compare_result result;
     struct audit_error err = { 0 };
     cJSON *document = NULL;
@@ -135,7 +129,7 @@ static int run_compare(int argc, char **argv)
         status = audit_fail(&err, AUDIT_ENOMEM, "out of memory writing the comparison");
         goto fail;
     }
-    if (options.format == FORMAT_JSON) {
+    if (options.format == CLI_FORMAT_JSON) {
         text = json_render(document, NULL);
     } else {
         FILE *table = open_memstream(&table_text, &table_size);

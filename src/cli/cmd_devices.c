@@ -52,13 +52,12 @@ static const char devices_usage[] =
     "\n"
     "exit codes: 0 ok (also without a GPU); 2 usage error; 4 a device query failed\n";
 
-enum output_format { FORMAT_TABLE, FORMAT_JSON };
 
 struct devices_options {
     unsigned long long k_values[DEVICES_MAX_K];
     int k_count;
     unsigned long long length, rows, emulate_smem_per_sm;
-    enum output_format format;
+    enum cli_format format;
 };
 
 static int parse_options(int argc, char **argv, struct devices_options *options)
@@ -101,12 +100,8 @@ static int parse_options(int argc, char **argv, struct devices_options *options)
                                        "--rows: '%s' is not a row count (1 to 2^32 - 1)", optarg);
             break;
         case 'f':
-            if (strcmp(optarg, "table") == 0)
-                options->format = FORMAT_TABLE;
-            else if (strcmp(optarg, "json") == 0)
-                options->format = FORMAT_JSON;
-            else
-                return cli_usage_error(&cmd_devices, "--format: '%s' is not table or json", optarg);
+            if (cli_parse_format(&cmd_devices, optarg, &options->format) != 0)
+                return EXIT_USAGE;
             break;
         case 'E':
             if (cli_parse_uint(optarg, 1ull << 32, &options->emulate_smem_per_sm) < 0)
@@ -249,7 +244,7 @@ static int run_devices(int argc, char **argv)
         .length = 131072,
         .rows = 1,
         .emulate_smem_per_sm = cli_globals.emulate_smem_per_sm,
-        .format = FORMAT_TABLE,
+        .format = CLI_FORMAT_TABLE,
     };
     struct audit_error err = { 0 };
     char why[512] = "";
@@ -316,7 +311,7 @@ static int run_devices(int argc, char **argv)
             goto out_of_memory;
     }
 
-    text = json_render(document, options.format == FORMAT_JSON ? NULL : print_table);
+    text = json_render(document, options.format == CLI_FORMAT_JSON ? NULL : print_table);
     if (!text)
         goto out_of_memory;
     if (json_write_text_atomic("-", text, &err) != AUDIT_OK) {

@@ -65,11 +65,10 @@ static const char diff_usage[] =
     "            compared and reported); 4 a record over the memory cap (--max-record-bytes)\n"
     "            or out of memory\n";
 
-enum output_format { FORMAT_TABLE, FORMAT_JSON };
 
 struct diff_options {
     uint32_t k_override;
-    enum output_format format;
+    enum cli_format format;
     const char *output;
     const char *path_a, *path_b;
 };
@@ -96,12 +95,8 @@ static int parse_options(int argc, char **argv, struct diff_options *options)
             options->k_override = (uint32_t)value;
             break;
         case 'f':
-            if (strcmp(optarg, "table") == 0)
-                options->format = FORMAT_TABLE;
-            else if (strcmp(optarg, "json") == 0)
-                options->format = FORMAT_JSON;
-            else
-                return cli_usage_error(&cmd_diff, "--format: '%s' is not table or json", optarg);
+            if (cli_parse_format(&cmd_diff, optarg, &options->format) != 0)
+                return EXIT_USAGE;
             break;
         case 'o': options->output = optarg; break;
         case 'h': help = true; break;
@@ -564,7 +559,7 @@ static int compare_captures(struct diff_pairing *pairing, struct audit_error *er
 
 static int run_diff(int argc, char **argv)
 {
-    struct diff_options options = { .format = FORMAT_TABLE, .output = "-" };
+    struct diff_options options = { .format = CLI_FORMAT_TABLE, .output = "-" };
     struct diff_totals totals = { 0 };
     struct audit_error err = { 0 };
     struct capture_reader *reader_a = NULL, *reader_b = NULL;
@@ -623,7 +618,7 @@ static int run_diff(int argc, char **argv)
         goto fatal;
     }
     table = NULL;
-    if (options.format == FORMAT_JSON && !(text = json_render(document, NULL))) {
+    if (options.format == CLI_FORMAT_JSON && !(text = json_render(document, NULL))) {
         status = audit_fail(&err, AUDIT_ENOMEM, "out of memory formatting JSON");
         goto fatal;
     }

@@ -47,11 +47,10 @@ static const char inspect_usage[] =
     "            3 a file is missing, unreadable or not a regular file, or with --verify\n"
     "            truncated or corrupt; 4 out of memory, or a record over the memory cap\n";
 
-enum output_format { FORMAT_TABLE, FORMAT_JSON };
 
 struct inspect_options {
     bool verify;
-    enum output_format format;
+    enum cli_format format;
     const char *output_path; /* "-": stdout */
 };
 
@@ -213,12 +212,8 @@ static int parse_options(int argc, char **argv, struct inspect_options *options)
         switch (option) {
         case 'v': options->verify = true; break;
         case 'f':
-            if (strcmp(optarg, "table") == 0)
-                options->format = FORMAT_TABLE;
-            else if (strcmp(optarg, "json") == 0)
-                options->format = FORMAT_JSON;
-            else
-                return cli_usage_error(&cmd_inspect, "--format: '%s' is not table or json", optarg);
+            if (cli_parse_format(&cmd_inspect, optarg, &options->format) != 0)
+                return EXIT_USAGE;
             break;
         case 'o': options->output_path = optarg; break;
         case 'h': help = true; break;
@@ -236,7 +231,7 @@ static int parse_options(int argc, char **argv, struct inspect_options *options)
 
 static int run_inspect(int argc, char **argv)
 {
-    struct inspect_options options = { .format = FORMAT_TABLE, .output_path = "-" };
+    struct inspect_options options = { .format = CLI_FORMAT_TABLE, .output_path = "-" };
     struct inspect_totals totals = { 0 };
     struct audit_error err = { 0 };
     char *text = NULL;
@@ -258,7 +253,7 @@ static int run_inspect(int argc, char **argv)
     if (inspect_json_finish(document, &totals) < 0)
         goto out_of_memory;
 
-    text = json_render(document, options.format == FORMAT_JSON ? NULL : print_table);
+    text = json_render(document, options.format == CLI_FORMAT_JSON ? NULL : print_table);
     if (!text)
         goto out_of_memory;
     if (json_write_text_atomic(options.output_path, text, &err) != AUDIT_OK) {

@@ -142,6 +142,17 @@ int cli_parse_uint_list(const char *text, unsigned long long *values, int capaci
     return count;
 }
 
+int cli_parse_format(const struct cli_command *command, const char *text, enum cli_format *format)
+{
+    if (strcmp(text, "table") == 0)
+        *format = CLI_FORMAT_TABLE;
+    else if (strcmp(text, "json") == 0)
+        *format = CLI_FORMAT_JSON;
+    else
+        return cli_usage_error(command, "--format: '%s' is not table or json", text);
+    return 0;
+}
+
 int cli_parse_engine_contract(const struct cli_command *command, const char *text,
                               struct engine_contract *contract)
 {

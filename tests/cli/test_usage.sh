@@ -33,4 +33,11 @@ for command in $COMMANDS; do
     if [ -s "$TMP/out" ]; then fail "$command --help --bogus printed its usage on stdout"; else
         pass "$command --help --bogus prints no usage"; fi
 done
+
+# --format: one parser and one message for every command that prints a table or writes JSON.
+for command in census inspect diff devices compare; do
+    expect_exit 2 "$command --format xml" -- "$AUDIT" "$command" --format xml captures/edge.bin captures/edge.bin
+    expect_grep "^dsatopk-audit $command: --format: 'xml' is not table or json" "$TMP/err" \
+        "$command names the --format value it refuses"
+done
 finish
