@@ -5,7 +5,9 @@ For each shape (rows x row length, float32 scores with engine indices (rows, k) 
 compression setting:
 
 - paced: one capture every --interval-ms (50), as an engine capturing one call per decode step
-  would: the calling-thread time of each capture() (median, p99, max), the calls dropped, and
+  would: the calling-thread time of each capture() (median, p99, max) and its CPU time
+  (time.thread_time(): the rest of the wall time the thread waited, for the GIL, a lock or the
+  driver), the calls dropped, and
   on CUDA how long the engine's stream waits for the copies (the GPU time from an event before
   the capture to one after the next kernel on that stream);
 - burst: --burst captures back to back with the default queue: how many were dropped;
@@ -30,9 +32,11 @@ tools/python/ folder beside this script is used). Prints a table; --out FILE wri
 """
 
 import argparse
+import cProfile
 import json
 import os
 import platform
+import pstats
 import shutil
 import statistics
 import sys
@@ -77,6 +81,12 @@ def parse_arguments():
     parser.add_argument("--burst", type=int, default=48, help="back-to-back captures per case")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--numpy", action="store_true", help="numpy arrays even with a GPU")
+    parser.add_argument("--profile", metavar="PREFIX",
+                        help="profile the paced captures' calling thread (cProfile) and write "
+                             "PREFIX-ROWSxLENGTH-zLEVEL.txt, the functions by own time")
+    parser.add_argument("--switch-interval", type=float, metavar="SECONDS",
+                        help="sys.setswitchinterval() for the run (how long a thread that "
+                             "wants the GIL waits before asking its holder to let go)")
     parser.add_argument("--quick", action="store_true",
                         help="small shapes and few captures (a check of the script itself)")
     arguments = parser.parse_args()
@@ -159,13 +169,30 @@ def hook_for(path, level, arguments, engine, **options):
     return hook
 
 
+def write_profile(profiler, path, captures):
+    """The profiled captures' functions by own time, in microseconds per capture() call, with
+    their cumulative time beside (pstats prints milliseconds of the total, too coarse here)."""
+    rows = []
+    for (filename, line, name), (_, calls, own, cumulative, _) in \
+            pstats.Stats(profiler).stats.items():
+        where = name if filename == "~" else f"{os.path.basename(filename)}:{line}({name})"
+        rows.append((own, cumulative, calls, where))
+    rows.sort(reverse=True)
+    with open(path, "w") as f:
+        f.write(f"# {captures} profiled capture() calls; us per call: own, cumulative, calls\n")
+        for own, cumulative, calls, where in rows[:60]:
+            f.write(f"{own * 1e6 / captures:9.1f} {cumulative * 1e6 / captures:9.1f} "
+                    f"{calls / captures:7.2f}  {where}\n")
+
+
 def paced(engine, level, arguments, directory):
     path = os.path.join(directory, "paced.bin")
     hook = hook_for(path, level, arguments, engine)
-    times, delays, expected = [], [], {}
+    times, cpu_times, delays, expected = [], [], [], {}
     torch = engine.torch if engine.cuda else None
     interval = arguments.interval_ms / 1e3
     total = arguments.warmup + arguments.captures
+    profiler = cProfile.Profile() if arguments.profile else None
     next_start = time.perf_counter()
     for call in range(total):
         engine.refill()
@@ -173,15 +200,22 @@ def paced(engine, level, arguments, directory):
             before = torch.cuda.Event(enable_timing=True)
             after = torch.cuda.Event(enable_timing=True)
             before.record()
-        start = time.perf_counter()
+        profiling = profiler is not None and call >= arguments.warmup
+        if profiling:
+            profiler.enable()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         hook.capture(engine.scores, engine.lengths, engine.k, engine_indices=engine.indices,
                      layer=call)
         elapsed = time.perf_counter() - start
+        elapsed_cpu = time.thread_time() - start_cpu
+        if profiling:
+            profiler.disable()
         if engine.cuda:
             engine.marker.add_(1)        # the engine's next kernel on its stream
             after.record()
         if call >= arguments.warmup:
             times.append(elapsed)
+            cpu_times.append(elapsed_cpu)
             if engine.cuda:
                 after.synchronize()
                 delays.append(before.elapsed_time(after) / 1e3)
@@ -194,6 +228,9 @@ def paced(engine, level, arguments, directory):
         else:
             next_start = time.perf_counter()
     hook.close()
+    if profiler is not None:
+        write_profile(profiler, f"{arguments.profile}-{engine.rows}x{engine.length}-z{level}.txt",
+                      arguments.captures)
     stats = hook.stats()
     checked = mismatched = 0
     for record in read_records(path):
@@ -205,7 +242,8 @@ def paced(engine, level, arguments, directory):
                 record.engine_indices.tobytes() != snapshot[1].astype(np.int32).tobytes():
             mismatched += 1
     os.unlink(path)
-    result = {"calling_thread_ms": summary_ms(times), "dropped": stats["dropped"],
+    result = {"calling_thread_ms": summary_ms(times),
+              "calling_thread_cpu_ms": summary_ms(cpu_times), "dropped": stats["dropped"],
               "dropped_no_pinned": stats["dropped_no_pinned"], "records": stats["records"],
               "checked": checked, "mismatched": mismatched,
               "pinned_bytes": stats["pinned_bytes"], "fsync_errors": stats["fsync_errors"]}
@@ -385,7 +423,7 @@ def print_table(results):
           f"{' every %g s' % settings['fsync_interval'] if settings['fsync'] == 'interval' else ''}"
           f", compress threads {settings['compress_threads']}"
           f"{', pinned reserve ' + str(settings['reserve']) if results['context']['mode'] == 'cuda' else ''}")
-    print(f"{'shape':>12} {'zlib':>4} {'median_ms':>9} {'p99_ms':>8} {'max_ms':>8} "
+    print(f"{'shape':>12} {'zlib':>4} {'median_ms':>9} {'cpu_ms':>7} {'p99_ms':>8} {'max_ms':>8} "
           f"{'stream_ms':>9} {'paced_drop':>10} {'burst_drop':>10} {'raw_MB/s':>9} "
           f"{'stored_MB/s':>11} {'checked':>7}")
     for case in results["cases"]:
@@ -396,7 +434,8 @@ def print_table(results):
         paced, burst, writer = case["paced"], case["burst"], case["writer"]
         calling = paced["calling_thread_ms"]
         stream = paced.get("engine_stream_delay_ms", {}).get("median", "-")
-        print(f"{shape:>12} {case['zlib_level']:>4} {calling['median']:>9} {calling['p99']:>8} "
+        cpu = paced["calling_thread_cpu_ms"]["median"]
+        print(f"{shape:>12} {case['zlib_level']:>4} {calling['median']:>9} {cpu:>7} {calling['p99']:>8} "
               f"{calling['max']:>8} {stream:>9} {paced['dropped']:>10} "
               f"{burst['dropped']:>4}/{burst['captures']:<5} {writer['raw_mb_per_s']:>9} "
               f"{writer['stored_mb_per_s']:>11} "
@@ -408,6 +447,8 @@ def print_table(results):
 
 def main():
     arguments = parse_arguments()
+    if arguments.switch_interval:
+        sys.setswitchinterval(arguments.switch_interval)
     use_cuda = False
     if not arguments.numpy:
         try:
@@ -426,7 +467,8 @@ def main():
                             "warmup": arguments.warmup, "fsync": arguments.fsync,
                             "fsync_interval": arguments.fsync_interval,
                             "compress_threads": arguments.compress_threads,
-                            "reserve": arguments.reserve},
+                            "reserve": arguments.reserve,
+                            "switch_interval_s": sys.getswitchinterval()},
                "cases": []}
     try:
         try:

@@ -83,8 +83,9 @@ class CaptureHook:
     queue_records, queue_bytes: the most calls and host bytes waiting for the writer; a call
         beyond them is dropped and counted (block=True: the caller waits for room instead).
         queue_bytes also bounds the pinned host memory held for CUDA copies (pinned.py).
-    guard: for CUDA tensors, make the caller's stream wait (on the GPU) for the copies before
-        its later work, so the engine cannot overwrite a buffer before it was copied.
+    guard: for CUDA tensors, copy on the caller's stream, so that its later work waits (on the
+        GPU) for the copies and the engine cannot overwrite a buffer before it was copied;
+        False copies on a side stream the engine's stream does not wait for (staging.py).
     allow_k_over_row: accept k larger than the score row (engines that pad short rows with -1);
         refused by default as the sign of swapped arguments or a transposed array.
     lock: an fcntl lock around each append; None means "when the path depends on neither the
@@ -260,13 +261,15 @@ class CaptureHook:
             self._start_writer()   # a forked child's first kept call
         rows = arrays["scores"].shape[0]
         step = kept_rows(rows, self.max_rows)
-        nbytes = sum(staging.nbytes_of(v, step) for v in arrays.values() if v is not None)
+        sizes = {name: staging.nbytes_of(value, step) for name, value in arrays.items()
+                 if value is not None}
+        nbytes = sum(sizes.values())
         if not self._reserve(nbytes):
             return False
         staged = staging.Staged(call, k, page_size, merged, nbytes, rows, step)
         try:
             if staging.has_cuda(arrays):
-                if not self._stager.stage(staged, arrays, step, wait=self.block):
+                if not self._stager.stage(staged, arrays, sizes, step, wait=self.block):
                     self._release(nbytes)
                     with self._mutex:
                         self._counts["dropped"] += 1
@@ -532,10 +535,15 @@ def check_call_metadata(metadata):
             raise CaptureInputError(f"metadata key {key!r} is written by the hook itself")
     if "contract" in metadata:
         metadata["contract"] = check_contract(metadata["contract"])
+    if all(type(key) is str and type(value) in _PLAIN_JSON for key, value in metadata.items()):
+        return   # the usual layer=, step=: JSON as they are, without encoding them to know
     try:
         json.dumps(metadata, allow_nan=False)
     except (TypeError, ValueError) as error:
         raise CaptureInputError(f"metadata: not JSON: {error}") from None
+
+
+_PLAIN_JSON = (int, str, bool)   # exactly these types (not float: NaN is not JSON)
 
 
 def _before_fork():

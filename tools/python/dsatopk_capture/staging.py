@@ -2,14 +2,17 @@
 reuses its buffers, and nothing more.
 
 - numpy arrays (and torch CPU tensors): copied now, C-contiguous, whatever their layout.
-- torch CUDA tensors: an asynchronous device-to-pinned-host copy on a side stream. The side
-  stream first waits on an event recorded on the caller's current stream (the stream the
-  top-k kernel ran on), so the copy sees what the kernel read and wrote; then, unless told
-  otherwise, the caller's stream waits on an event recorded after the copies, so a later
-  kernel of the engine that overwrites these buffers runs after they were read. Both waits
-  happen on the GPU: the calling thread never synchronises, and never pins memory either (the
-  buffers come from a PinnedPool, pinned.py). The writer thread waits for the copy's event
-  before it reads the host memory.
+- torch CUDA tensors: an asynchronous device-to-pinned-host copy, ordered after the producer
+  (the top-k kernel, on the caller's current stream) so that it sees what the kernel read and
+  wrote. By default (guard) the copies are queued on the caller's stream itself: a later
+  kernel of the engine that overwrites these buffers runs after they were read, by the
+  stream's own order. A side stream ordered by events would give the engine the same wait on
+  the GPU and cost the calling thread two events, a wait, a stream switch and their look-ups,
+  about a fifth of a capture's 0.5 ms on the H200 (docs/PERF.md). With guard=False the copies
+  run on a side stream that waits on an event recorded on the caller's stream, and the engine's
+  stream does not wait for them. Either way the calling thread never synchronises, and never
+  pins memory (the buffers come from a PinnedPool, pinned.py); the writer thread waits for the
+  event recorded after the copies before it reads the host memory.
 
 PyTorch is never imported here: a tensor can only come from a process that already imported
 it, so the module is looked up in sys.modules.
@@ -37,10 +40,16 @@ def is_tensor(value):
     return torch is not None and isinstance(value, torch.Tensor)
 
 
+_DTYPE_NAMES = {}   # dtype -> its name: str(torch dtype) costs microseconds a call
+
+
 def dtype_name(value):
-    if is_tensor(value):
-        return str(value.dtype).replace("torch.", "")
-    return np.dtype(value.dtype).name
+    dtype = value.dtype
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = (str(dtype).replace("torch.", "") if is_tensor(value)
+                                      else np.dtype(dtype).name)
+    return name
 
 
 def as_described(name, value):
@@ -138,62 +147,72 @@ class Staged:
 
 
 class CudaStager:
-    """The asynchronous copies of CUDA tensors: one side stream per device, events ordering the
-    copy after the producer and (guard=True) the engine's later work after the copy, into
-    buffers of a PinnedPool (pinned.py) that the calling thread never allocates."""
+    """The asynchronous copies of CUDA tensors into buffers of a PinnedPool (pinned.py) that
+    the calling thread never allocates: on the caller's stream (guard=True), or on one side
+    stream per device, ordered after the producer by an event (guard=False)."""
 
     def __init__(self, guard=True, pinned_limit_bytes=512 << 20):
         self.guard = guard
         self.pinned_limit_bytes = pinned_limit_bytes
         self.reset()
 
-    def stage(self, staged, arrays, rows_step, wait=False):
-        """Starts the copies; False (nothing started) when the pool has no free buffers for
-        them and wait is False."""
+    def stage(self, staged, arrays, sizes, rows_step, wait=False):
+        """Starts the copies (sizes: the host bytes of each array, by name); False (nothing
+        started) when the pool has no free buffers for them and wait is False."""
         torch = torch_module()
-        cuda_arrays = {name: value for name, value in arrays.items()
-                       if is_tensor(value) and value.is_cuda}
-        sizes = [nbytes_of(value, rows_step) for value in cuda_arrays.values()]
-        buffers = self.pool.take_waiting(sizes) if wait else self.pool.take(sizes)
+        cuda_names = [name for name, value in arrays.items()
+                      if is_tensor(value) and value.is_cuda]
+        wanted = [sizes[name] for name in cuda_names]
+        buffers = self.pool.take_waiting(wanted) if wait else self.pool.take(wanted)
         if buffers is None:
             return False
         staged.pinned = buffers
-        hosts = dict(zip(cuda_arrays, zip(buffers, sizes)))
-        device = next(iter(cuda_arrays.values())).device
+        hosts = dict(zip(cuda_names, zip(buffers, wanted)))
+        device = arrays[cuda_names[0]].device
         current = torch.cuda.current_stream(device)
-        side = self._streams.get(device)
-        if side is None:
-            side = self._streams[device] = torch.cuda.Stream(device)
-        produced = torch.cuda.Event()
-        produced.record(current)
-        side.wait_event(produced)
-        with torch.cuda.stream(side):
-            for name, value in arrays.items():
-                if value is None:
-                    continue
-                if name not in hosts:
-                    staged.arrays[name], bits = _host_copy_now(name, value, rows_step)
-                    if bits:
-                        staged.bits[name] = bits
-                    continue
-                source = value.detach()
-                if rows_step > 1:
-                    source = source[::rows_step]
-                buffer, nbytes = hosts[name]
-                host = buffer[:nbytes].view(source.dtype).view(tuple(source.shape))
-                host.copy_(source, non_blocking=True)
-                if not self.guard:
-                    # The engine may free its tensor now: the allocator must not hand its memory
-                    # out again before the copy queued on the side stream has run. (With the
-                    # guard, any later use on the engine's stream already waits for the copy.)
-                    value.record_stream(side)
-                staged.arrays[name] = host
-            done = torch.cuda.Event()
-            done.record(side)
         if self.guard:
-            current.wait_event(done)
+            self._copy(staged, arrays, hosts, rows_step, None)
+            done = torch.cuda.Event()
+            done.record(current)
+        else:
+            side = self._streams.get(device)
+            if side is None:
+                side = self._streams[device] = torch.cuda.Stream(device)
+            produced = torch.cuda.Event()
+            produced.record(current)
+            side.wait_event(produced)
+            with torch.cuda.stream(side):
+                self._copy(staged, arrays, hosts, rows_step, side)
+                done = torch.cuda.Event()
+                done.record(side)
         staged.done = done
         return True
+
+    @staticmethod
+    def _copy(staged, arrays, hosts, rows_step, side):
+        """Queues each CUDA tensor's copy on the current stream into its pinned buffer, and
+        copies the others now. side: the side stream the copies run on (guard=False), else
+        None."""
+        for name, value in arrays.items():
+            if value is None:
+                continue
+            if name not in hosts:
+                staged.arrays[name], bits = _host_copy_now(name, value, rows_step)
+                if bits:
+                    staged.bits[name] = bits
+                continue
+            source = value.detach()
+            if rows_step > 1:
+                source = source[::rows_step]
+            buffer, nbytes = hosts[name]
+            host = buffer.narrow(0, 0, nbytes).view(source.dtype).view(source.shape)
+            host.copy_(source, non_blocking=True)
+            if side is not None:
+                # The engine may free its tensor now: the allocator must not hand its memory
+                # out again before the copy queued on the side stream has run. (On the caller's
+                # stream, any later use of the memory is queued after the copy.)
+                value.record_stream(side)
+            staged.arrays[name] = host
 
     def release(self, staged):
         """The call's pinned buffers back to the pool (writer thread, once the record is

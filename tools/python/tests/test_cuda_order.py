@@ -1,9 +1,10 @@
 """The CUDA path's ordering, against a stand-in for the few torch calls it makes (the real thing
-runs on a GPU: scripts/hook-overhead.py). What must hold: the side stream waits on an event
-recorded on the caller's stream before it copies; the copies go to pinned host memory on the
-side stream; the caller's stream then waits for an event recorded after them (unless
-guard=False, which marks the tensors used on the side stream instead); the calling thread never
-synchronises; the writer synchronises on that event before reading the host memory."""
+runs on a GPU: scripts/hook-overhead.py). What must hold: the copies go asynchronously to pinned
+host memory after the producer and before the engine's later work: on the caller's stream
+itself (guard), or, with guard=False, on a side stream that first waits on an event recorded on
+the caller's stream, the tensors marked used there, and no wait on the caller's stream; an
+event is recorded after the copies; the calling thread never synchronises; the writer
+synchronises on that event before reading the host memory."""
 
 import contextlib
 import os
@@ -54,6 +55,10 @@ def fake_torch(log):
 
         def __getitem__(self, key):
             return Tensor(self.array[key], self.device, self.pinned)
+
+        def narrow(self, dim, start, length):
+            assert dim == 0
+            return self[start:start + length]
 
         def view(self, how):
             array = self.array.view(how.numpy_type) if isinstance(how, Dtype) else \
@@ -160,25 +165,35 @@ class CudaOrder(StandIn):
         caller = threading.current_thread().name
         mine = [entry[:-1] for entry in self.log if entry[-1] == caller]
         self.assertEqual(mine, [
-            ("record", "event1", "main"),            # after the producer, on its stream
-            ("wait", "side", "event1"),              # the side stream waits for it
-            ("copy", "side", True, True),            # scores, lengths, engine indices:
-            ("copy", "side", True, True),            #   asynchronous, to pinned memory,
-            ("copy", "side", True, True),            #   on the side stream
-            ("record", "event2", "side"),            # after the copies
-            ("wait", "main", "event2"),              # the engine's later work waits for them
+            ("copy", "main", True, True),            # scores, lengths, engine indices:
+            ("copy", "main", True, True),            #   asynchronous, to pinned memory, on
+            ("copy", "main", True, True),            #   the caller's stream: after the
+                                                     #   producer, before the engine's next work
+            ("record", "event1", "main"),            # after the copies
         ])
         writer = [entry for entry in self.log if entry[-1] != caller]
-        self.assertEqual([entry[:2] for entry in writer], [("synchronize", "event2")])
+        self.assertEqual([entry[:2] for entry in writer], [("synchronize", "event1")])
         hook.close()
         (record,) = read_records(hook.path)
         self.assertEqual(record.scores.tolist(), np.arange(32).reshape(2, 16).tolist())
 
     def test_unguarded(self):
         self.capture(guard=False)
-        entries = [entry[:2] for entry in self.log]
-        self.assertEqual(entries.count(("record_stream", "side")), 3)
-        self.assertNotIn(("wait", "main"), entries)
+        caller = threading.current_thread().name
+        mine = [entry[:-1] for entry in self.log if entry[-1] == caller]
+        self.assertEqual(mine, [
+            ("record", "event1", "main"),            # after the producer, on its stream
+            ("wait", "side", "event1"),              # the side stream waits for it
+            ("copy", "side", True, True),            # each copy on the side stream, its
+            ("record_stream", "side"),               #   tensor marked used there
+            ("copy", "side", True, True),
+            ("record_stream", "side"),
+            ("copy", "side", True, True),
+            ("record_stream", "side"),
+            ("record", "event2", "side"),            # after the copies; the caller's stream
+        ])                                           #   does not wait for them
+        writer = [entry for entry in self.log if entry[-1] != caller]
+        self.assertEqual([entry[:2] for entry in writer], [("synchronize", "event2")])
 
     def test_graph_capture_skips(self):
         self.torch.cuda.capturing = True
