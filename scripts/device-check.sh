@@ -92,6 +92,8 @@ for s in $steps; do
             step "longest-${run%%:*}-${run##*:}" 100 test_gpu_backends --backend bitonic \
                 --plan "${run%%:*}" --quick --longest "${run##*:}"
         done
+        step longest-cluster64-32768 200 test_gpu_backends --backend bitonic --plan cluster64 \
+            --longest 32768
         for mode in cluster cluster64 cluster128; do
             step "memcheck-$mode" 200 compute-sanitizer \
                 --tool memcheck --error-exitcode 9 test_gpu_backends --backend bitonic --plan "$mode" --quick
@@ -123,6 +125,10 @@ for s in $steps; do
             step "longest-${run%%:*}-${run##*:}" 100 test_gpu_backends --backend bitonic \
                 --plan "${run%%:*}" --quick --longest "${run##*:}"
         done
+        # Rows of one bulk-loaded slice (one CTA per row: what auto runs on many rows of
+        # 16385-32768 elements), every k; --quick above takes k 1, 100 and 2048 only.
+        step longest-cluster64-32768 200 test_gpu_backends --backend bitonic --plan cluster64 \
+            --longest 32768
         for mode in cluster cluster128; do
             step "memcheck-$mode" 200 compute-sanitizer \
                 --tool memcheck --error-exitcode 9 test_gpu_backends --backend bitonic --plan "$mode" --quick

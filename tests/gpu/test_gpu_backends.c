@@ -142,6 +142,7 @@ enum family_id {
     FAMILY_PADDED,
     FAMILY_PAGED_1,
     FAMILY_PAGED_64,
+    FAMILY_STRIDED,
     FAMILY_DENSE,
     FAMILY_DENSE_LONG,
     FAMILY_DENSE_TIE,
@@ -168,6 +169,10 @@ static const char *const family_names[FAMILY_COUNT] = {
     [FAMILY_PADDED] = "padded",         /* stride wider than every window, pad = poison */
     [FAMILY_PAGED_1] = "paged1",        /* page table, page_size 1 */
     [FAMILY_PAGED_64] = "paged64",      /* page table, page_size 64 */
+    /* Positional structure (a sink or a local window makes one in real rows): every 4th element
+     * 8 above (even rows) or below (odd rows) the rest, so that the top k sit in one lane of
+     * every 16-byte load, or in none of it. */
+    [FAMILY_STRIDED] = "strided",       /* N(0,1), +-8 at every 4th element */
     /* Every row of one length, the stride: the layout of FlashInfer's TopKDispatch. */
     [FAMILY_DENSE] = "dense",           /* 16 x 8192 N(0,1) */
     [FAMILY_DENSE_LONG] = "denselong",  /* 4 x 131072 N(0,1) (--quick: 4 x 65536) */
@@ -260,7 +265,7 @@ static uint32_t family_row_lengths(enum family_id family, uint32_t k, bool quick
 
 /* Fills one window of the given family. last_row lets the -inf family make its all -inf row. */
 static void family_fill_row(enum family_id family, struct rng *rng, float *window, int32_t length,
-                            uint32_t k, uint32_t plateau_distinct, bool last_row)
+                            uint32_t k, uint32_t plateau_distinct, uint32_t row, bool last_row)
 {
     const float neg_inf = -INFINITY;
     switch (family) {
@@ -350,6 +355,10 @@ static void family_fill_row(enum family_id family, struct rng *rng, float *windo
             window[i] = float_from_bits(sign | mantissa);
         }
         break;
+    case FAMILY_STRIDED:
+        for (int32_t i = 0; i < length; i++)
+            window[i] = (float)rng_normal(rng) + (i % 4 ? 0.0f : row % 2 ? -8.0f : 8.0f);
+        break;
     case FAMILY_ALL_EQUAL:
         for (int32_t i = 0; i < length; i++)
             window[i] = last_row ? 0.0f : 1.5f;
@@ -426,7 +435,7 @@ static int build_record(enum family_id family, uint32_t k, const int32_t *length
         if (record->row_starts)
             record->row_starts[b] = (int32_t)rng_below(&rng, max_offset + 1);
         float *window = record->scores + b * stride + capture_row_start(record, b);
-        family_fill_row(family, &rng, window, lengths[b], k, plateau_distinct, b + 1 == rows);
+        family_fill_row(family, &rng, window, lengths[b], k, plateau_distinct, b, b + 1 == rows);
     }
 
     if (family_paged(family)) {
