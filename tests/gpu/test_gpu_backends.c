@@ -57,7 +57,7 @@
 #define POISON_OUTPUT_BYTE 0xA5       /* 0xA5A5A5A5 is a negative int32 other than -1 */
 #define MAX_REPORTED_ROWS 4
 #define MAX_BACKENDS 16
-#define MAX_ROWS_PER_CASE 16
+#define MAX_ROWS_PER_CASE 300
 
 static const uint32_t full_ks[] = { 1, 100, 512, 1000, 2048, 4096 };
 static const uint32_t quick_ks[] = { 1, 100, 2048 };
@@ -145,6 +145,7 @@ enum family_id {
     FAMILY_STRIDED,
     FAMILY_DENSE,
     FAMILY_DENSE_LONG,
+    FAMILY_DENSE_MANY,
     FAMILY_DENSE_TIE,
     FAMILY_DENSE_ZERO,
     FAMILY_EMPTY,
@@ -176,6 +177,8 @@ static const char *const family_names[FAMILY_COUNT] = {
     /* Every row of one length, the stride: the layout of FlashInfer's TopKDispatch. */
     [FAMILY_DENSE] = "dense",           /* 16 x 8192 N(0,1) */
     [FAMILY_DENSE_LONG] = "denselong",  /* 4 x 131072 N(0,1) (--quick: 4 x 65536) */
+    /* More rows than one wave of the device: bitonic's auto then cuts rows for several waves. */
+    [FAMILY_DENSE_MANY] = "densemany",  /* 300 x 32768 N(0,1) (--quick: 300 x 8192) */
     [FAMILY_DENSE_TIE] = "densetie",    /* 16 x 8192, ties straddling the boundary */
     [FAMILY_DENSE_ZERO] = "densezero",  /* 16 x 8192, +0.0 / -0.0 plateaus */
     [FAMILY_EMPTY] = "empty",           /* row_stride 0, every row of length 0: all -1 */
@@ -227,10 +230,10 @@ static uint32_t family_row_lengths(enum family_id family, uint32_t k, bool quick
         return 5;
     }
     if (family >= FAMILY_DENSE && family <= FAMILY_DENSE_ZERO) {
-        const bool long_rows = family == FAMILY_DENSE_LONG;
-        const uint32_t rows = long_rows ? 4 : 16;
+        const bool long_rows = family == FAMILY_DENSE_LONG, many = family == FAMILY_DENSE_MANY;
+        const uint32_t rows = long_rows ? 4 : many ? MAX_ROWS_PER_CASE : 16;
         for (uint32_t b = 0; b < rows; b++)
-            lengths[b] = long_rows ? (quick ? 65536 : 131072) : 8192;
+            lengths[b] = long_rows ? (quick ? 65536 : 131072) : many && !quick ? 32768 : 8192;
         return rows;
     }
     if (family == FAMILY_SHORT) {
@@ -366,6 +369,7 @@ static void family_fill_row(enum family_id family, struct rng *rng, float *windo
     case FAMILY_RANDOM:
     case FAMILY_DENSE:
     case FAMILY_DENSE_LONG:
+    case FAMILY_DENSE_MANY:
     case FAMILY_SHORT:
     case FAMILY_PADDED:
     case FAMILY_EMPTY:
