@@ -456,12 +456,15 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
     /* Gather: the leader's buffer receives the whole selection (cluster_claim_slots). */
     PHASE_MARK(6);
     /* Rows of CLUSTER_ASYNC_GATHER_PARTS CTAs or more end with no cluster barrier after the
-     * gather (below), and a CTA's shared memory must outlive the others' reads of it (the level
-     * histograms, the tie counts, all read before this point): each CTA arrives here, relaxed
-     * (no membar: its reads are done, their values used), and waits before it leaves. */
+     * gather (below), and no CTA may leave while another still accesses its shared memory: the
+     * level histograms and tie counts (read before this point) and the leader's claim counter.
+     * So each CTA arrives once its warps' claims have returned, relaxed (no membar: the values
+     * are used), and waits before it leaves; the leader, waiting too, leaves only after every
+     * claim, even of a warp that sends nothing. The asynchronous stores that follow are counted
+     * on the leader's mbarrier, which it waits for. */
+    uint32_t slot = cluster_claim_slots<TOTAL>(cluster, part, flags, exchange);
     if (parts >= CLUSTER_ASYNC_GATHER_PARTS)
         cluster_arrive_relaxed();
-    uint32_t slot = cluster_claim_slots<TOTAL>(cluster, part, flags, exchange);
     PHASE_MARK(7);
     if (parts >= CLUSTER_ASYNC_GATHER_PARTS) {
         /* The other CTAs' composites reach the leader as asynchronous remote stores that count
