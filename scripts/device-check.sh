@@ -113,6 +113,10 @@ for s in $steps; do
                 --tool racecheck --error-exitcode 9 test_gpu_backends --backend bitonic \
                 --plan "${run%%:*}" --quick --k "${run##*:}"
         done
+        # Random rows of 262144 at k 2048: the whole-bin gather into both leader buffers.
+        step racecheck-cluster128-262144 240 compute-sanitizer --tool racecheck \
+            --error-exitcode 9 test_gpu_backends --backend bitonic --plan cluster128 \
+            --longest 262144 --k 2048 --family random
         ;;
     kernel)
         # A quick check of bitonic after a kernel change: the suite in every plan (the

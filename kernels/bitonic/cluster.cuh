@@ -13,8 +13,9 @@
  *            reads every CTA's super-bins through distributed shared memory, finds the super-bin
  *            of the row's k-th largest by a warp scan, then reads its 32 bins from every CTA:
  *            the bin of the row's k-th largest, identically in every CTA; when that bin
- *            and everything above it fit the leader's buffer, all of it is gathered and the
- *            output's ranking cuts it at k (no levels 1 and 2);
+ *            and everything above it fit the leader's buffer (both buffers for slices of
+ *            65536, whose keys in shared memory then hold the output stage's), all of it is
+ *            gathered and the output's ranking cuts it at k (no levels 1 and 2);
  *   level 1  the same over the next 11 bits of the candidates in that bin, with the minimum and
  *            maximum of their keys: when they are equal (a plateau, e.g. the 0.0 of ReLU rows)
  *            the bin is one key and the refinement stops there;
@@ -171,7 +172,7 @@ template <uint32_t TOTAL, typename Key>
 static __device__ __forceinline__ void cluster_write_ties(
     const struct topk_problem &problem, const cg::cluster_group &cluster, uint32_t row,
     uint32_t part, uint32_t first, uint32_t k, Key key, const uint32_t &tie_bin,
-    const uint32_t &prefix, const uint32_t &remaining, uint32_t *&histogram, uint64_t *bucketed,
+    const uint32_t &prefix, const uint32_t &remaining, uint32_t *&histogram, uint64_t *second,
     tree_shared &shared, cluster_exchange &exchange, uint32_t &parity,
     cluster_flags<TOTAL> &flags, uint32_t &gathered)
 {
@@ -185,9 +186,10 @@ static __device__ __forceinline__ void cluster_write_ties(
      * after it; each pair is flagged right after its scan (no per-group arrays). */
     uint32_t running = 0, quota = 0, before = 0;
     gathered = k - remaining; /* the keys above the tie key; the ties are written here */
-    /* The CTA's quota of ties by rank, as slice elements: the output stage's buffer, not
-     * used before it (2 * capacity words >= k >= quota). */
-    uint32_t *const tie_stage = reinterpret_cast<uint32_t *>(bucketed);
+    /* The CTA's quota of ties by rank, as slice elements: the leader's second buffer, which
+     * no gather reaches on this path (it gathers at most k entries; 2 * capacity words >= k >=
+     * quota). */
+    uint32_t *const tie_stage = reinterpret_cast<uint32_t *>(second);
 #pragma unroll
     for (uint32_t g = 0; g < TOTAL / 4; g += 2) {
         uint32_t pair_counts = 0;
@@ -332,9 +334,18 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
      * output, up to four times on long rows, where shared memory allows) leave room to gather the
      * k-th's whole bin and rank it in the output stage instead of refining further. */
     uint64_t *selection = cluster_buffers;
-    uint64_t *bucketed = cluster_buffers + capacity;
+    uint64_t *const second = cluster_buffers + capacity;
     /* The keys kept in shared memory (SHARED_ITEMS), or the bulk load's staging (`staged`). */
     uint32_t *const shared_keys = reinterpret_cast<uint32_t *>(cluster_buffers + 2 * capacity);
+    /* Where keys live in shared memory, they are dead once the leader has gathered (its own
+     * gather reads them before the barrier or the wait that ends the gather): the output
+     * stage's second buffer is there, and a whole gather may fill both buffers (twice the
+     * entries gathered at level 0: on random rows of 262144 at k 2048 the k-th's bin and the
+     * keys above it, about 6000, instead of level 1's pass and cluster barrier). */
+    constexpr uint32_t SHARED_ENTRIES = SHARED_ITEMS * TREE_THREADS / 2u; /* 8-byte entries */
+    uint64_t *const bucketed = SHARED_ITEMS ? reinterpret_cast<uint64_t *>(shared_keys) : second;
+    const uint32_t gather_capacity =
+        SHARED_ITEMS ? (2 * capacity < SHARED_ENTRIES ? 2 * capacity : SHARED_ENTRIES) : capacity;
     /* The levels' histograms alternate between two buffers that the output stage reuses: a CTA
      * zeroes one for level 2 only after the level-1 barrier, which every CTA reaches after it
      * read the level-0 counts. */
@@ -370,7 +381,8 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
     /* What the leader receives: the top k, or every candidate at or above the k-th's bin,
      * which the output stage ranks and cuts at k. */
     uint32_t gathered = total < k ? total : k;
-    cluster_after_level0(total, k, capacity, shared, mask, prefix, remaining, whole, gathered);
+    cluster_after_level0(total, k, gather_capacity, shared, mask, prefix, remaining, whole,
+                         gathered);
     /* Levels 1 and 2 stay in the kernel: as a function of their own, the level picks' calls
      * inside it change the kernel's code (the compiler optimises a callee before inlining it). */
     if (!whole) {
@@ -412,7 +424,7 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
             whole = shared.selected_count == remaining;
             /* As after level 0: everything above this bin (k - remaining) and the bin. */
             const uint32_t kept = k - remaining + shared.selected_count;
-            if (!whole && kept <= capacity) {
+            if (!whole && kept <= gather_capacity) {
                 whole = true;
                 gathered = kept;
             }
@@ -449,7 +461,7 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
     } else {
         uint32_t *histogram = (level & 1u) ? odd_histogram : even_histogram;
         cluster_write_ties<TOTAL>(problem, cluster, row, part, first, k, key, tie_bin, prefix,
-                                  remaining, histogram, bucketed, shared, exchange, parity, flags,
+                                  remaining, histogram, second, shared, exchange, parity, flags,
                                   gathered);
     }
 

@@ -131,7 +131,8 @@ static size_t cluster_smem_total(size_t entries, uint32_t items)
 }
 
 /* Entries of each of the cluster kernel's two composite buffers: twice the output's where the
- * device's shared memory per block allows (the leader may then gather a whole bin), up to
+ * device's shared memory per block allows (the leader may then gather a whole bin, into both
+ * buffers on slices of 65536: k_cluster_topk), up to
  * CLUSTER_GATHER_FACTOR times on rows longer than CLUSTER_GATHER_RATIO * k (without taking
  * the bulk load's staging from slices of 32768); else the output's (composite_entries(k), the
  * least the kernel needs). */

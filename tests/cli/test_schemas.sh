@@ -70,7 +70,7 @@ if [ -n "$BENCH_JSON_TEST" ]; then
 else
     echo "# no test_bench_json given (argument 2): its bench document is not checked"
 fi
-cp docs/bench/h200.json "$D/bench_h200_v1.json"
+cp docs/bench/h200.json "$D/bench_h200.json"
 
 # ---- the engine's own selections -------------------------------------------------------------
 need_python_with_numpy
@@ -146,7 +146,7 @@ echo '{"allow_missing": true, "records": [{"payload_sha256": "'"$(printf %064d 0
 names=(run.json baseline.json run_modes.json run_devices.json shard1.json shard2.json merged.json
        run_input_error.json census.json census_edge.json census_cut.json inspect.json
        diff_same.json diff_mismatch.json diff_other.json devices.json devices_described.json
-       bench_h200_v1.json gpu_clean.json gpu_sort-flaps.json gpu_radix-wrong.json
+       bench_h200.json gpu_clean.json gpu_sort-flaps.json gpu_radix-wrong.json
        gpu_filtered-unsupported.json gpu_drop-record-2.json gate_clean.json gate_sort-flaps.json
        gate_radix-wrong.json gate_filtered-unsupported.json gate_drop-record-2.json gate_cpu.json
        policy.json gate_policy.json gate_policy_plain.json run_engine.json baseline_engine.json
