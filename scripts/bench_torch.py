@@ -5,7 +5,10 @@ one input copy per launch, L2 overwritten before each replay, median per call ov
 Usage (on the GPU machine): scripts/bench_torch.py [--shapes 16x131072:2048,...] [--out FILE]
 Writes the bench command's document (dsatopk-audit/bench version 3,
 docs/schemas/bench-3.schema.json) with backend "torch.topk"; what this script does not measure
-(the HBM floor, the driver version) is null."""
+(the HBM floor, the driver version) is null. A shape torch.topk fails on (an exception from
+torch: k above the length, out of memory, a CUDA error) is a result with status "error" and
+the reason; after a CUDA error that leaves the context unusable, the shapes left are errors
+naming it. The document is written either way; the exit status is then 1."""
 import argparse
 import json
 import os
@@ -160,17 +163,35 @@ def main():
     l2_bytes = getattr(properties, "L2_cache_size", 50 << 20)
     generator = torch.Generator(device="cuda").manual_seed(1)
     results = []
+    broken = None  # why the CUDA context can no longer be used, once a shape broke it
     for rows, length, k in shapes:
         for family in args.families.split(","):
-            timing = time_shape(family, rows, length, k, args.replays, l2_bytes, generator)
-            results.append({"backend": "torch.topk", "family": family, "rows": rows,
-                            "length": length, "k": k, "hbm_floor_us": None, "status": "ok",
-                            **timing, "ratio_to_floor": None})
-            print(f"torch.topk    {family:7s} {rows:4d} x {length:<7d} {k:5d}  "
-                  f"{timing['median_us']:10.2f}", flush=True)
+            result = {"backend": "torch.topk", "family": family, "rows": rows,
+                      "length": length, "k": k, "hbm_floor_us": None}
+            if broken:
+                result.update(status="error", reason=f"not timed: {broken}")
+            else:
+                try:
+                    timing = time_shape(family, rows, length, k, args.replays, l2_bytes,
+                                        generator)
+                    result.update(status="ok", **timing, ratio_to_floor=None)
+                except RuntimeError as exc:  # torch's errors, CUDA's and out of memory
+                    first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                    result.update(status="error", reason=f"torch.topk failed: {first_line}")
+                    try:
+                        torch.cuda.synchronize()
+                    except RuntimeError:
+                        broken = (f"{family} {rows} x {length} k {k} left the CUDA context "
+                                  f"unusable ({first_line})")
+            results.append(result)
+            shown = (f"{result['median_us']:10.2f}" if result["status"] == "ok"
+                     else result["reason"])
+            print(f"torch.topk    {family:7s} {rows:4d} x {length:<7d} {k:5d}  {shown}",
+                  flush=True)
     with open(args.out, "w") as out:
         json.dump(document(properties, results), out, indent=1)
+    return 1 if any(r["status"] != "ok" for r in results) else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
