@@ -314,6 +314,47 @@ static void test_golden_digests(void **state)
     assert_int_equal(mismatches, 0);
 }
 
+/* The families filled row by row on a few threads (random, relu) give the same bytes whatever the
+ * thread count: the golden records on one thread per row, and a record of several million scores
+ * (several threads by default) against one thread. */
+static void test_threads_give_the_same_bytes(void **state)
+{
+    (void)state;
+    static const char *const families[] = { "random", "relu" };
+    for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
+        assert_int_equal(setenv("DSATOPK_HOST_THREADS", "4", 1), 0);
+        struct synth_params params = small_params(families[f]);
+        struct capture_record record;
+        generate_ok(&params, &record);
+        char hex[HASH_HEX_BYTES];
+        record_digest(&record, hex);
+        for (size_t g = 0; g < sizeof(goldens) / sizeof(goldens[0]); g++)
+            if (strcmp(goldens[g].family, families[f]) == 0)
+                assert_string_equal(hex, goldens[g].sha256);
+        capture_record_free(&record);
+
+        params.rows = 12;
+        params.length = 200003; /* 2.4 M scores: two threads or more where the CPUs allow */
+        char threaded[HASH_HEX_BYTES], sequential[HASH_HEX_BYTES];
+        assert_int_equal(unsetenv("DSATOPK_HOST_THREADS"), 0);
+        generate_ok(&params, &record);
+        record_digest(&record, threaded);
+        capture_record_free(&record);
+        assert_int_equal(setenv("DSATOPK_HOST_THREADS", "1", 1), 0);
+        generate_ok(&params, &record);
+        record_digest(&record, sequential);
+        capture_record_free(&record);
+        assert_string_equal(threaded, sequential);
+        /* and with more threads than rows' worth of work each */
+        assert_int_equal(setenv("DSATOPK_HOST_THREADS", "7", 1), 0);
+        generate_ok(&params, &record);
+        record_digest(&record, threaded);
+        capture_record_free(&record);
+        assert_string_equal(threaded, sequential);
+    }
+    assert_int_equal(unsetenv("DSATOPK_HOST_THREADS"), 0);
+}
+
 /* ---- family properties ---- */
 
 static cJSON *metadata_params(const struct capture_record *record, const char *family)
@@ -802,6 +843,7 @@ int main(void)
         cmocka_unit_test(test_different_seed_different_scores),
         cmocka_unit_test(test_rows_are_independent_streams),
         cmocka_unit_test(test_golden_digests),
+        cmocka_unit_test(test_threads_give_the_same_bytes),
         cmocka_unit_test(test_plateau_has_m_distinct_positives),
         cmocka_unit_test(test_tie_straddles_the_boundary),
         cmocka_unit_test(test_relu_and_narrow_shapes),

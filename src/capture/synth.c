@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "document_keys.h"
+#include "host_threads.h"
 
 /* A fused multiply-add rounds once where the definition rounds twice and changes the bytes. The
  * build passes -ffp-contract=off; clang also contracts by default (-ffp-contract=on), which this
@@ -43,6 +44,11 @@
  * positive quiet NaN: a backend that reads one ranks it above +inf and selects it, so an
  * out-of-window read shows up as a wrong set rather than passing unnoticed. */
 #define SYNTH_POISON_BITS UINT32_C(0x7FC0DEAD)
+
+/* Families whose rows draw from their own streams alone fill them on a few threads (host_threads.h)
+ * once a record has this many scores per thread: a row's bytes do not depend on the thread that
+ * drew them. bench generates records of up to 2^30 scores. */
+#define SYNTH_SCORES_PER_THREAD (1024u * 1024u)
 
 /* Row streams are seeded with seed + (b + 1) * SYNTH_STREAM_STRIDE (mod 2^64); stream 0 (the seed
  * itself) draws what the whole record shares. An odd constant keeps the streams distinct. */
@@ -260,6 +266,43 @@ static void fill_normal(struct synth_rng *rng, float *values, uint32_t count)
         values[i] = normal_float(rng);
 }
 
+/* Every row of the record filled by fill(row stream, row, length), the rows shared out to a few
+ * threads (host_rows: each claims the next row). */
+typedef void (*synth_row_fill)(struct synth_rng *rng, float *row, uint32_t length);
+
+struct synth_rows {
+    struct synth_job *job;
+    synth_row_fill fill;
+    struct host_rows rows;
+};
+
+static void synth_rows_thread(void *argument, unsigned slot)
+{
+    (void)slot;
+    struct synth_rows *work = argument;
+    uint32_t b;
+    while (host_rows_claim(&work->rows, &b)) {
+        struct synth_rng rng;
+        seed_row_stream(&rng, work->job->params->seed, b);
+        work->fill(&rng, row_data(work->job, b), work->job->params->length);
+    }
+}
+
+static int fill_rows(struct synth_job *job, synth_row_fill fill, struct audit_error *err)
+{
+    const struct synth_params *p = job->params;
+    struct synth_rows work = { .job = job, .fill = fill };
+    int status = host_rows_init(&work.rows, p->rows, err);
+    if (status < 0)
+        return status;
+    unsigned threads =
+        host_threads_count((size_t)p->rows * p->length, SYNTH_SCORES_PER_THREAD);
+    if (threads > p->rows)
+        threads = p->rows ? p->rows : 1;
+    host_threads_run(threads, synth_rows_thread, &work);
+    return host_rows_finish(&work.rows, err);
+}
+
 /* ---- families ------------------------------------------------------------------------------ */
 
 /* m distinct positives 0.5 + i * 1e-3 (fp32) at random positions, the rest exact +0.0: the
@@ -342,22 +385,20 @@ static int generate_tie(struct synth_job *job, struct audit_error *err)
 
 /* relu(N(0,1) - 1.28) * 11.3 in fp32, the public PR fixture: about 10% nonzero, so at
  * L = 16384 and k = 2048 the boundary sits in the zero plateau. */
+static void fill_relu(struct synth_rng *rng, float *row, uint32_t length)
+{
+    for (uint32_t i = 0; i < length; i++) {
+        const float shifted = normal_float(rng) - 1.28f;
+        row[i] = (shifted > 0.0f ? shifted : 0.0f) * 11.3f;
+    }
+}
+
 static int generate_relu(struct synth_job *job, struct audit_error *err)
 {
-    const struct synth_params *p = job->params;
-    int status = allocate_scores(job, p->length, err);
+    int status = allocate_scores(job, job->params->length, err);
     if (status < 0)
         return status;
-    for (uint32_t b = 0; b < p->rows; b++) {
-        struct synth_rng rng;
-        seed_row_stream(&rng, p->seed, b);
-        float *row = row_data(job, b);
-        for (uint32_t i = 0; i < p->length; i++) {
-            const float shifted = normal_float(&rng) - 1.28f;
-            row[i] = (shifted > 0.0f ? shifted : 0.0f) * 11.3f;
-        }
-    }
-    return AUDIT_OK;
+    return fill_rows(job, fill_relu, err);
 }
 
 /* 1 + N(0,1) * 1e-7 in fp32 (the product and the sum each rounded to fp32, as the seed harness
@@ -451,16 +492,10 @@ done:
 /* N(0,1) in fp32: distinct values, the generic case. */
 static int generate_random(struct synth_job *job, struct audit_error *err)
 {
-    const struct synth_params *p = job->params;
-    int status = allocate_scores(job, p->length, err);
+    int status = allocate_scores(job, job->params->length, err);
     if (status < 0)
         return status;
-    for (uint32_t b = 0; b < p->rows; b++) {
-        struct synth_rng rng;
-        seed_row_stream(&rng, p->seed, b);
-        fill_normal(&rng, row_data(job, b), p->length);
-    }
-    return AUDIT_OK;
+    return fill_rows(job, fill_normal, err);
 }
 
 /* N(0,1) with each score exact -inf with probability 1/20 (never a candidate), and one row,
