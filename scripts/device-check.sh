@@ -113,10 +113,13 @@ for s in $steps; do
                 --tool racecheck --error-exitcode 9 test_gpu_backends --backend bitonic \
                 --plan "${run%%:*}" --quick --k "${run##*:}"
         done
-        # Random rows of 262144 at k 2048: the whole-bin gather into both leader buffers.
-        step racecheck-cluster128-262144 240 compute-sanitizer --tool racecheck \
-            --error-exitcode 9 test_gpu_backends --backend bitonic --plan cluster128 \
-            --longest 262144 --k 2048 --family random
+        # Random rows of 262144 and 300000 at k 2048: the whole-bin gather into both leader
+        # buffers, by plain stores (4 CTAs) and asynchronous ones (5).
+        for longest in 262144 300000; do
+            step "racecheck-cluster128-$longest" 240 compute-sanitizer --tool racecheck \
+                --error-exitcode 9 test_gpu_backends --backend bitonic --plan cluster128 \
+                --longest "$longest" --k 2048 --family random
+        done
         ;;
     kernel)
         # A quick check of bitonic after a kernel change: the suite in every plan (the
