@@ -7,7 +7,7 @@
 # Usage: scripts/device-check.sh [STEP...]
 #   steps: suite split cluster kernel sanitize sanitize-run sanitize-plugins run isolation
 #   devices devices-parallel devices-all handover breakdown ab bench bench-ab phases bench-paths
-#   racecheck racecheck-split hash-share flashinfer fidelity peers (default: suite sanitize run isolation
+#   racecheck racecheck-split hash-share flashinfer fidelity peers grid (default: suite sanitize run isolation
 #   devices bench; the others are slow or only needed when what they test changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
@@ -57,6 +57,18 @@ seed_captures() {
 # build carried as device-bundle/bin/dsatopk-audit-NAME (steps ab and bench-ab).
 build_binary() {
     if [ "$1" = new ]; then echo dsatopk-audit; else echo "dsatopk-audit-$1"; fi
+}
+
+# grid_shapes B...: the shapes B x L for L in 8192-262144 and k in 512, 2048, as --shapes takes them.
+grid_shapes() {
+    local rows length k list=()
+    for rows in "$@"; do
+        for length in 8192 32768 65536 131072 262144; do
+            for k in 512 2048; do list+=("${rows}x$length:$k"); done
+        done
+    done
+    local IFS=,
+    echo "${list[*]}"
 }
 
 nvidia-smi -L >>"$LOG" 2>&1
@@ -466,6 +478,35 @@ PY
             --ratio fi-det/bitonic --ratio fi-det-sorted/bitonic --ratio fi-graph-safe/bitonic \
             --ratio torch.topk/bitonic --ratio bitonic/radix '$OUT/bench-peers-$tag.json' \
             '$OUT/torch-peers-$tag.json' | tee '$OUT/peers-table-$tag.md'"
+        ;;
+    grid)
+        # The targets' grid (docs/PERF.md "Against the targets"): the default grid plus B 128-4096 x
+        # L 8192-262144, k 512 and 2048; `bitonic`, `fi-auto` and torch.topk, one family
+        # (BENCH_FAMILIES, default random) a device call. Each part is its own process with its
+        # own time limit, so a part that runs over or breaks its CUDA context loses only itself;
+        # the parts' results are merged into grid-bench-FAMILY.json and grid-torch-FAMILY.json,
+        # the targets' verdict into grid-targets-FAMILY.md.
+        family=${BENCH_FAMILIES:-random}
+        parts=("" "$(grid_shapes 128 256 512)" "$(grid_shapes 1024 2048)" "$(grid_shapes 4096)")
+        limits=(60 90 150 150)
+        for i in "${!parts[@]}"; do
+            args=(--families "$family")
+            [ -n "${parts[$i]}" ] && args+=(--shapes "${parts[$i]}")
+            step "grid-bench-$i" "${limits[$i]}" dsatopk-audit bench "${args[@]}" --format none \
+                --backends bitonic,fi-auto --out "/tmp/grid-bench-$family-$i.json"
+        done
+        for i in "${!parts[@]}"; do
+            args=(--families "$family")
+            [ -n "${parts[$i]}" ] && args+=(--shapes "${parts[$i]}")
+            step "grid-torch-$i" "$((${limits[$i]} + 30))" python3 scripts/bench_torch.py \
+                "${args[@]}" --out "/tmp/grid-torch-$family-$i.json"
+        done
+        for what in bench torch; do
+            step "grid-merge-$what" 30 python3 scripts/bench_json.py merge \
+                "$OUT/grid-$what-$family.json" /tmp/grid-"$what-$family"-*.json
+        done
+        step grid-targets 30 bash -c "python3 scripts/perf-targets.py '$OUT/grid-bench-$family.json' \
+            '$OUT/grid-torch-$family.json' | tee '$OUT/grid-targets-$family.md'"
         ;;
     *) echo "device-check.sh: unknown step '$s'" >&2; exit 2 ;;
     esac

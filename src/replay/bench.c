@@ -149,14 +149,19 @@ done:
     return status;
 }
 
-/* The device buffers of one shape: `copies` copies of the scores so that they exceed 2 x L2. */
+/* The device buffers of one family and B x L: `copies` copies of the scores so that they exceed
+ * 2 x L2. The next shape reuses them when only its k differs: random and relu rows (the families
+ * bench draws) do not depend on k, and drawing and uploading a big shape costs seconds. */
 struct bench_buffers {
-    float *scores;       /* copies * rows * length */
+    float *scores;       /* copies * rows * row_stride */
     int32_t *lengths;
-    int32_t *out;
+    int32_t *out;        /* rows * out_k */
     void *l2_flush;      /* 2 x L2 bytes written between replays */
     size_t l2_flush_bytes;
     uint32_t copies;
+    uint32_t rows, length; /* the shape drawn (length: set by the caller) */
+    uint64_t row_stride;
+    uint32_t out_k;        /* 0 until an output buffer is allocated */
 };
 
 static void bench_buffers_free(struct bench_buffers *buffers)
@@ -195,15 +200,30 @@ static int bench_buffers_upload(struct bench_buffers *buffers, const struct capt
     if ((status = gpu_upload(buffers->lengths, record->lengths, record->rows * sizeof(int32_t),
                              err)) < 0)
         goto error;
-    CUDA_CHECK_GOTO(cudaMalloc((void **)&buffers->out,
-                               (size_t)record->rows * record->k * sizeof(int32_t)),
-                    err, status, error);
+    buffers->rows = record->rows;
+    buffers->row_stride = record->row_stride;
     return AUDIT_OK;
 error:
     bench_buffers_free(buffers);
     return status;
 }
 
+/* An output buffer of at least rows x k. */
+static int bench_buffers_fit_k(struct bench_buffers *buffers, uint32_t k, struct audit_error *err)
+{
+    int status = AUDIT_OK;
+    if (k <= buffers->out_k)
+        return AUDIT_OK;
+    cudaFree(buffers->out);
+    buffers->out = NULL;
+    buffers->out_k = 0;
+    CUDA_CHECK_GOTO(cudaMalloc((void **)&buffers->out,
+                               (size_t)buffers->rows * k * sizeof(int32_t)),
+                    err, status, done);
+    buffers->out_k = k;
+done:
+    return status;
+}
 
 /* Times one backend on one uploaded shape with graph replay. */
 static int bench_time_backend(const struct topk_backend *backend, const struct topk_shape *shape,
@@ -394,47 +414,54 @@ int bench_run(const struct bench_options *options, const struct bench_callbacks 
         return status;
     if (callbacks->device_ready)
         callbacks->device_ready(callbacks->user, &device);
-    for (int s = 0; s < options->shape_count && status == AUDIT_OK; s++) {
-        const struct bench_shape *shape = &options->shapes[s];
-        for (int f = 0; f < options->family_count && status == AUDIT_OK; f++) {
-            struct synth_params params = {
-                .family = options->families[f],
-                .rows = shape->rows,
-                .length = shape->length,
-                .k = shape->k,
-                .seed = options->seed,
-            };
-            struct capture_record record = { 0 };
-            struct bench_buffers buffers = { 0 };
-            status = synth_generate(&params, &record, err);
+    for (int f = 0; f < options->family_count && status == AUDIT_OK; f++) {
+        struct bench_buffers buffers = { 0 };
+        for (int s = 0; s < options->shape_count && status == AUDIT_OK; s++) {
+            const struct bench_shape *shape = &options->shapes[s];
+            const char *family = options->families[f];
+            if (!buffers.scores || buffers.rows != shape->rows ||
+                buffers.length != shape->length) {
+                struct synth_params params = {
+                    .family = family,
+                    .rows = shape->rows,
+                    .length = shape->length,
+                    .k = shape->k,
+                    .seed = options->seed,
+                };
+                struct capture_record record = { 0 };
+                bench_buffers_free(&buffers);
+                status = synth_generate(&params, &record, err);
+                if (status == AUDIT_OK)
+                    status = bench_buffers_upload(&buffers, &record, &device.info, err);
+                buffers.length = shape->length;
+                capture_record_free(&record);
+            }
             if (status == AUDIT_OK)
-                status = bench_buffers_upload(&buffers, &record, &device.info, err);
+                status = bench_buffers_fit_k(&buffers, shape->k, err);
             if (status != AUDIT_OK) {
                 audit_error_prefix(err, "%ux%u k %u %s", shape->rows, shape->length, shape->k,
-                                   params.family);
-                capture_record_free(&record);
+                                   family);
                 break;
             }
             const struct topk_shape topk_shape = {
                 .rows = shape->rows,
                 .k = shape->k,
-                .row_stride = record.row_stride,
+                .row_stride = buffers.row_stride,
                 .max_length = (int32_t)shape->length,
                 .min_length = (int32_t)shape->length,
             };
             const double bytes = (double)shape->rows * shape->length * sizeof(float) +
                                  (double)shape->rows * shape->k * sizeof(int32_t);
             struct bench_result result = {
-                .family = params.family,
+                .family = family,
                 .shape = shape,
                 .hbm_floor_us = bytes / device.copy_bandwidth * 1e6,
                 .input_copies = buffers.copies,
             };
             status = bench_backends(options, callbacks, &device, &result, &buffers, &topk_shape,
                                     err);
-            bench_buffers_free(&buffers);
-            capture_record_free(&record);
         }
+        bench_buffers_free(&buffers);
     }
     return status;
 }

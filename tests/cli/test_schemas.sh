@@ -5,11 +5,12 @@
 # baseline, shards and their merge, GPU-like reports (tests/cli/gpu_like.py) and the gate
 # verdicts over them with and without a policy (the policies too), census, inspect, diff, devices
 # (with the described device), bench --out where a GPU writes one, the bench document of the unit
-# test test_bench_json (argument 2) and docs/bench/h200.json; and on two captures with the engine's
-# own selections (written with the dsatopk_capture package: a tie variant and a wrong row) the
-# report, baseline, census, diff (also of a reproducer against its original), compare (by call
-# and by position) and gate with and without a policy. Then copies of valid documents with a
-# key renamed, removed or added, or a status misspelled, must fail: the schemas are strict.
+# test test_bench_json (argument 2), docs/bench/h200.json and h200-grid.json; and on two captures
+# with the engine's own selections (written with the dsatopk_capture package: a tie variant and a
+# wrong row) the report, baseline, census, diff (also of a reproducer against its original),
+# compare (by call and by position) and gate with and without a policy. Then copies of valid
+# documents with a key renamed, removed or added, or a status misspelled, must fail: the schemas
+# are strict.
 # Without python3-jsonschema the test skips (77), except under CI (CI set), where it fails.
 . "$(dirname "$0")/lib.sh"
 BENCH_JSON_TEST=${2:-}
@@ -71,6 +72,7 @@ else
     echo "# no test_bench_json given (argument 2): its bench document is not checked"
 fi
 cp docs/bench/h200.json "$D/bench_h200.json"
+cp docs/bench/h200-grid.json "$D/bench_h200_grid.json"
 
 # ---- the engine's own selections -------------------------------------------------------------
 need_python_with_numpy
@@ -146,7 +148,7 @@ echo '{"allow_missing": true, "records": [{"payload_sha256": "'"$(printf %064d 0
 names=(run.json baseline.json run_modes.json run_devices.json shard1.json shard2.json merged.json
        run_input_error.json census.json census_edge.json census_cut.json inspect.json
        diff_same.json diff_mismatch.json diff_other.json devices.json devices_described.json
-       bench_h200.json gpu_clean.json gpu_sort-flaps.json gpu_radix-wrong.json
+       bench_h200.json bench_h200_grid.json gpu_clean.json gpu_sort-flaps.json gpu_radix-wrong.json
        gpu_filtered-unsupported.json gpu_drop-record-2.json gate_clean.json gate_sort-flaps.json
        gate_radix-wrong.json gate_filtered-unsupported.json gate_drop-record-2.json gate_cpu.json
        policy.json gate_policy.json gate_policy_plain.json run_engine.json baseline_engine.json
