@@ -137,6 +137,23 @@ static __device__ __forceinline__ void cluster_after_level0(uint32_t total, uint
     }
 }
 
+/* Whether the CTA's keys in the level-0 bin `prefix` (under `mask`) are all the key `prefix`
+ * itself; a CTA barrier. On a ReLU row whose k-th largest is 0.0, the bin of +0.0 holds only
+ * +0.0 (a positive subnormal in the bin makes it false; -0.0 is in the bin below). Every thread
+ * must call it. */
+template <uint32_t TOTAL, typename Key>
+static __device__ __forceinline__ bool cluster_bin_is_one_key(Key key, uint32_t mask,
+                                                              uint32_t prefix)
+{
+    bool other = false;
+#pragma unroll
+    for (uint32_t i = 0; i < TOTAL; i++) {
+        const uint32_t k_i = key(i);
+        other |= (k_i & mask) == prefix && k_i != prefix;
+    }
+    return !__syncthreads_or(other);
+}
+
 /* The selection flags of a whole gather: every candidate matching the prefix or above. prefix
  * has no bits outside mask, so (key & mask) >= prefix is key >= prefix; above CLUSTER_NO_KEY
  * (any k-th largest above -inf) that alone excludes the non-candidates: one compare per key
@@ -384,8 +401,16 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
     cluster_after_level0(total, k, gather_capacity, shared, mask, prefix, remaining, whole,
                          gathered);
     /* Levels 1 and 2 stay in the kernel: as a function of their own, the level picks' calls
-     * inside it change the kernel's code (the compiler optimises a callee before inlining it). */
-    if (!whole) {
+     * inside it change the kernel's code (the compiler optimises a callee before inlining it).
+     * A one-CTA row whose k-th largest is in the bin of +0.0 first checks whether the bin is
+     * +0.0 alone (a ReLU plateau): then the bin's count at level 0 is the ties' (tie_bin in
+     * even_histogram), with no level-1 pass, barrier and pick. The branch costs the other shapes
+     * up to 1.5% (more code past it; docs/PERF.md "Against the targets"). */
+    if (!whole && parts == 1 && prefix == CLUSTER_ZERO_KEY &&
+        cluster_bin_is_one_key<TOTAL>(key, mask, prefix)) {
+        mask = 0xFFFFFFFFu;
+        tie_bin = prefix >> 21;
+    } else if (!whole) {
         /* Level 1: the next 11 bits of the k-th's bin, and the range of its keys. */
         level = 1;
         uint32_t low = 0xFFFFFFFFu, high = 0;

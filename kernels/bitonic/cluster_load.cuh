@@ -45,6 +45,9 @@ struct cluster_exchange {
  * are loaded as -inf (load_slice_bits), so `key != CLUSTER_NO_KEY` is the candidate test. */
 #define CLUSTER_NO_KEY 0x007FFFFFu
 static_assert(CLUSTER_NO_KEY == (TOPK_NEG_INF_BITS ^ 0xFFFFFFFFu), "order key of -inf");
+/* The order key of +0.0 (what ReLU gives every non-positive score): the head of level-0 bin
+ * 1024, which also holds the positive subnormals and the least normals. */
+#define CLUSTER_ZERO_KEY 0x80000000u
 
 /* One bit per item of a thread (flags of the selection); items are compile-time indices, so the
  * words live in registers. */
