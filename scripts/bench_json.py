@@ -1,6 +1,6 @@
-"""What scripts/perf-table.py and scripts/bench-compare.py share about `dsatopk-audit bench` JSON:
-a result's shape key, the order shapes are listed in, and the summary of per-shape ratios; run
-as a script, it merges the documents of one run's parts (`merge OUT PART...`)."""
+"""What scripts/perf-table.py, bench-compare.py and perf-targets.py share about `dsatopk-audit
+bench` JSON: a result's shape key, the order shapes are listed in, and the summary of per-shape
+ratios; run as a script, it merges the documents of one run's parts (`merge OUT PART...`)."""
 import json
 import math
 import sys

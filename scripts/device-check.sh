@@ -7,8 +7,8 @@
 # Usage: scripts/device-check.sh [STEP...]
 #   steps: suite split cluster kernel sanitize sanitize-run sanitize-plugins run isolation
 #   devices devices-parallel devices-all handover breakdown ab bench bench-ab phases bench-paths
-#   racecheck racecheck-split hash-share flashinfer fidelity peers grid (default: suite sanitize run isolation
-#   devices bench; the others are slow or only needed when what they test changed)
+#   racecheck racecheck-split hash-share flashinfer fidelity peers grid (default: suite sanitize
+#   run isolation devices bench; the others are slow or only needed when what they test changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
 mkdir -p "$OUT"
