@@ -279,7 +279,7 @@ if wait_for_growth "$TMP/kill.bin" "$size" "$writer"; then
     fi
     timeout "$LIMIT" "$AUDIT" synth -f relu -b 2 -L 64 -k 4 --append --repair-tail -o "$TMP/kill.bin" >/dev/null 2>"$TMP/err"
     if timeout "$LIMIT" "$AUDIT" inspect --verify "$TMP/kill.bin" >/dev/null 2>&1 &&
-        [ "$(complete_hashes "$TMP/kill.bin" | wc -w)" -eq $(($(echo "$before" | wc -w) + 1)) ]; then
+        [ "$(complete_hashes "$TMP/kill.bin" | wc -w)" -eq $(($(echo "$after" | wc -w) + 1)) ]; then
         pass "--repair-tail after the kill: the earlier records and the new one, and the file verifies"
     else
         fail "--repair-tail after the kill"; head -3 "$TMP/err" | sed 's/^/    /'
