@@ -404,22 +404,20 @@ static int generate_relu(struct synth_job *job, struct audit_error *err)
 /* 1 + N(0,1) * 1e-7 in fp32 (the product and the sum each rounded to fp32, as the seed harness
  * computes it): a dozen distinct values within 1e-6 of 1.0, every row one huge coarse bin (the
  * radix staging-overflow regime of SGLang #17747) and large exact ties. */
+static void fill_narrow(struct synth_rng *rng, float *row, uint32_t length)
+{
+    for (uint32_t i = 0; i < length; i++) {
+        const float offset = normal_float(rng) * 1e-7f;
+        row[i] = 1.0f + offset;
+    }
+}
+
 static int generate_narrow(struct synth_job *job, struct audit_error *err)
 {
-    const struct synth_params *p = job->params;
-    int status = allocate_scores(job, p->length, err);
+    int status = allocate_scores(job, job->params->length, err);
     if (status < 0)
         return status;
-    for (uint32_t b = 0; b < p->rows; b++) {
-        struct synth_rng rng;
-        seed_row_stream(&rng, p->seed, b);
-        float *row = row_data(job, b);
-        for (uint32_t i = 0; i < p->length; i++) {
-            const float offset = normal_float(&rng) * 1e-7f;
-            row[i] = 1.0f + offset;
-        }
-    }
-    return AUDIT_OK;
+    return fill_rows(job, fill_narrow, err);
 }
 
 /* The indexer model of the seed's synthetic_rows: H heads of equicorrelated Gaussian logits
