@@ -214,8 +214,17 @@ static int fi_on_device(const struct gpu_device_info *device, char *reason, size
         return 0;
     }
     query();
-    if (previous >= 0 && previous != device->ordinal)
-        (void)cudaSetDevice(previous);
+    /* FlashInfer's queries answer false on a failed CUDA call and leave its error set: consumed
+     * here, or the next launch's check would report it as the launch's own. */
+    (void)cudaGetLastError();
+    if (previous >= 0 && previous != device->ordinal &&
+        (status = cudaSetDevice(previous)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(reason, reason_bytes, "FlashInfer asks the device itself, and device %d cannot "
+                 "be made current again after it: %s (%s)", previous, cudaGetErrorString(status),
+                 cudaGetErrorName(status));
+        return 0;
+    }
     return 1;
 }
 

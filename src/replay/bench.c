@@ -214,7 +214,7 @@ static int bench_buffers_fit_k(struct bench_buffers *buffers, uint32_t k, struct
     int status = AUDIT_OK;
     if (k <= buffers->out_k)
         return AUDIT_OK;
-    cudaFree(buffers->out);
+    CUDA_CHECK_GOTO(cudaFree(buffers->out), err, status, done);
     buffers->out = NULL;
     buffers->out_k = 0;
     CUDA_CHECK_GOTO(cudaMalloc((void **)&buffers->out,
