@@ -1,6 +1,6 @@
 /* Unit tests of src/common/hash.c's per-row 64-bit hashes (hash_output_rows64), the host twin of
- * the GPU pre-filter of `run` (kernels/output_hash.h; tests/gpu/test_gpu_row_hash.c checks that
- * the device computes the same values). What the pre-filter relies on:
+ * the GPU pre-filter of `run` (kernels/include/output_hash.h; tests/gpu/test_gpu_row_hash.c checks
+ * that the device computes the same values). What the pre-filter relies on:
  * - a row that differs in exactly one slot (output or raw output) always hashes differently;
  * - the hash depends on where each value sits (swapped entries differ), not on other rows;
  * - the raw output counts, and an output with a raw output differs from the one without;

@@ -18,7 +18,8 @@
  *            gathered and the output's ranking cuts it at k (no levels 1 and 2);
  *   level 1  the same over the next 11 bits of the candidates in that bin, with the minimum and
  *            maximum of their keys: when they are equal (a plateau, e.g. the 0.0 of ReLU rows)
- *            the bin is one key and the refinement stops there;
+ *            the bin is one key and the refinement stops there (a one-CTA row whose level-0
+ *            bin is +0.0 alone skips level 1: cluster_bin_is_one_key);
  *   level 2  the last 10 bits, when still needed (after level 1 too: the whole-bin gather when
  *            the bin fits);
  *   ties     candidates equal to the threshold key are taken in index order: a CTA's quota is

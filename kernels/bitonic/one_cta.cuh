@@ -186,7 +186,7 @@ static __device__ void histogram_row(const row_tiles &tiles, const refinement &s
 }
 
 /* One pass over the row that (a) writes every winner (above the prefix) to the composite buffer
- * at winners_base + its rank, (b) copies every candidate matching the prefix to the stage in
+ * at its rank among them, (b) copies every candidate matching the prefix to the stage in
  * index order and (c) histograms their digit. Returns how many were staged. expected_winners and
  * expected_matches (exact counts, or BITONIC_TAKE_ALL when unknown) let the pass stop early. */
 static __device__ uint32_t stage_row(const row_tiles &tiles, const refinement &state,
@@ -266,8 +266,8 @@ static __device__ void histogram_stage(const uint64_t *stage, uint32_t staged,
     }
 }
 
-/* Final collection from the row: winners at winners_base + rank, the first `need` ties (in index
- * order) at winners_total + rank. Returns the number of ties seen (>= need unless the row ran
+/* Final collection from the row: winners at their rank, the first `need` ties (in index order)
+ * at winners_total + rank. Returns the number of ties seen (>= need unless the row ran
  * out). */
 static __device__ uint32_t collect_row(const row_tiles &tiles, const refinement &state,
                                        bitonic_control &control, uint64_t *composites,

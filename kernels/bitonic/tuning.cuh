@@ -48,7 +48,7 @@
 #endif
 
 /* Slices loaded by bulk copy gather their selection from the copy in shared memory, a rolled
- * loop over the flags' set bits (for_each_selected in bitonic/cluster.cuh): the unrolled loop
+ * loop over the flags' set bits (cluster_for_each_selected, bitonic/cluster.cuh): the unrolled loop
  * over registers is code fetched cold once per CTA. 0 measures the unrolled loop there. */
 #ifndef CLUSTER_STAGED_GATHER
 #define CLUSTER_STAGED_GATHER 1

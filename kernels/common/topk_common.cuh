@@ -1,5 +1,6 @@
 /* Device helpers shared by every backend: the order key, the coarse fp16 bin, windows and
- * page-table translation. They mirror src/reference/reference.h and src/reference/census.h bit for bit. */
+ * page-table translation. They mirror src/reference/reference.h and src/reference/census.h bit for
+ * bit. */
 #ifndef DSATOPK_TOPK_COMMON_CUH
 #define DSATOPK_TOPK_COMMON_CUH
 
@@ -11,8 +12,8 @@
 
 /* The launch of `clusters` clusters of `parts` CTAs of `threads` threads along x, with `smem`
  * bytes of dynamic shared memory: bitonic's cluster kernels, and the probe that measures how
- * many of them fit at once (kernels/device.cu), which must describe the same launch. The config
- * points at `attribute` (the cluster shape), which must outlive it. */
+ * many of them fit at once (kernels/runtime/device.cu), which must describe the same launch. The
+ * config points at `attribute` (the cluster shape), which must outlive it. */
 static inline cudaLaunchConfig_t cluster_launch_config(unsigned clusters, unsigned parts,
                                                        unsigned threads, size_t smem,
                                                        cudaStream_t stream,

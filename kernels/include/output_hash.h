@@ -3,8 +3,8 @@
  *
  * `run` replays each backend many times, and most reps of most backends give an output it has
  * already seen. Copying every output back, hashing it with SHA-256 and looking it up costs host
- * time for nothing; instead k_output_row_hash (kernels/output_hash.cu) reduces each row to 64
- * bits on the device, only rows x 8 bytes come back, and a rep whose row hashes all equal those
+ * time for nothing; instead k_output_row_hash (kernels/runtime/output_hash.cu) reduces each row to
+ * 64 bits on the device, only rows x 8 bytes come back, and a rep whose row hashes all equal those
  * of a known output is counted as that output (its SHA-256 and checks are reused). A rep with
  * any new row hash is copied, SHA-256'd and checked as before.
  *

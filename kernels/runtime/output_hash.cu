@@ -1,6 +1,7 @@
 /* output_hash: per-row 64-bit hashes of a top-k output on the device, the pre-filter `run` uses
- * to skip copying back and SHA-256-hashing an output it has already seen (kernels/output_hash.h
- * says what the hash is and why it cannot depend on the reduction order).
+ * to skip copying back and SHA-256-hashing an output it has already seen
+ * (kernels/include/output_hash.h says what the hash is and why it cannot depend on the reduction
+ * order).
  *
  * Strategy: one block per row; each thread sums the slot terms of a strided part of the row
  * (out, then raw_out), warps reduce with shuffles, one thread adds the warp sums and writes the

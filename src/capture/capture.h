@@ -23,7 +23,7 @@
  * its raw payload bytes, plus a few MiB of buffers (docs/FORMAT.md "Reading"). */
 #define CAPTURE_DEFAULT_MAX_RECORD_BYTES ((uint64_t)8 << 30)
 
-/* One top-k call. All arrays are owned by the record (record_free releases them). Row b's
+/* One top-k call. All arrays are owned by the record (capture_record_free releases them). Row b's
  * window is scores[b * row_stride + start, ... + start + lengths[b]) where start is
  * row_starts[b] when row_starts is present and 0 otherwise; indices are relative to the window
  * start. */

@@ -8,7 +8,7 @@ struct cli_command {
     const char *name;
     const char *summary;  /* one line for `dsatopk-audit help` */
     const char *usage;    /* full text for `dsatopk-audit help NAME` and `NAME --help` */
-    /* argv[0] is the command name; returns a documented exit code (src/common/error.h). */
+    /* argv[0] is the command name; returns a documented exit code (kernels/include/error.h). */
     int (*run)(int argc, char **argv);
 };
 

@@ -104,7 +104,7 @@ static int parse_backends(const char *text, struct bench_command_options *option
 
 #ifdef DSATOPK_PHASE_TIMING
 /* Measurement builds: where the bitonic kernels' CTAs spent the calls just timed (mean
- * microseconds from a CTA's start to each mark, kernels/phase_timing.cuh). */
+ * microseconds from a CTA's start to each mark, kernels/bitonic/phase_timing.cuh). */
 static void print_phases(void)
 {
     static const char *const kernels[PHASE_KERNELS] = { "cluster16", "cluster32", "tree",

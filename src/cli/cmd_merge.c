@@ -1,5 +1,5 @@
 /* merge: joins the shard reports of `run --shard I/N` into one report (docs/REPORT.md
- * "Sharding"). The joining lives in src/gate/gate_merge.c (gate_merge_reports). */
+ * "Scale-out"). The joining lives in src/gate/gate_merge.c (gate_merge_reports). */
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>

@@ -40,8 +40,9 @@ void hash_sorted_index_rows(const int32_t *const *sorted_rows, uint32_t rows, ui
                             uint8_t digest[HASH_BYTES]);
 
 /* Per-row 64-bit hashes of rows x k indices and their raw indices (NULL: none): the host twin of
- * the device pre-filter (kernels/output_hash.h), equal to it bit for bit. Not a SHA-256: rows
- * differing in one slot always differ, rows differing in more collide with probability ~2^-64. */
+ * the device pre-filter (kernels/include/output_hash.h), equal to it bit for bit. Not a SHA-256:
+ * rows differing in one slot always differ, rows differing in more collide with probability
+ * ~2^-64. */
 void hash_output_rows64(const int32_t *out, const int32_t *raw_out, uint32_t rows, uint32_t k,
                         uint64_t *row_hashes);
 

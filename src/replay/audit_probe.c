@@ -27,7 +27,8 @@ static void no_device_reason(const char *why, char *reason, size_t size)
                                "(%.400s): no CUDA device can be used", why);
         return;
     }
-    /* kernels/device.cu says "the CUDA driver reports no devices" when the count is zero. */
+    /* kernels/runtime/device.cu says "the CUDA driver reports no devices" when the count is
+     * zero. */
     if (!why[0] || strstr(why, "(cudaErrorNoDevice)") || strstr(why, "reports no devices")) {
         snprintf(reason, size, "no CUDA device (the NVIDIA driver reports none)");
         return;

@@ -31,8 +31,8 @@ struct distinct_output {
     struct check_counts counts;    /* zero when the tally runs without checks */
     bool equals_reference;
     uint32_t reps_seen;
-    /* The GPU pre-filter's per-row hashes of this output (kernels/output_hash.h), rows of them,
-     * and a digest of those for a quick first comparison; NULL when never given or over the
+    /* The GPU pre-filter's per-row hashes of this output (kernels/include/output_hash.h), rows of
+     * them, and a digest of those for a quick first comparison; NULL when never given or over the
      * tally's budget. */
     uint64_t *row_hashes;
     uint64_t row_hash_digest;

@@ -6,9 +6,11 @@
  * 1. The plugin ABI, version DSATOPK_PLUGIN_ABI_VERSION: what a plugin includes and exports.
  *    Plain C types only (no CUDA header, no bool, the stream as void *), so that a plugin can be
  *    written in C, C++ or CUDA, built with any compiler, against nothing else of this project.
- *    The structs mirror kernels/topk_backends.h field for field. Any change to them bumps the
- *    version; abi_version stays the first member of struct dsatopk_plugin in every version, so
- *    the loader can refuse a plugin of another version before reading anything else.
+ *    The structs carry the fields of kernels/include/topk_backends.h that a kernel needs, not the
+ *    built-ins' planning hints (topk_shape's min_length, gpu_device_info's reported_smem_per_sm
+ *    and cluster_fit). Any change to them bumps the version; abi_version stays the first
+ *    member of struct dsatopk_plugin in every version, so the loader can refuse a plugin of
+ *    another version before reading anything else.
  *
  * 2. The loader (src/replay/plugin.c), used by the commands: dlopen, checks, and an adapter that
  *    presents the plugin as a struct topk_backend. Plugins do not need this part; it only

@@ -2,8 +2,8 @@
  *
  * Host C that calls the CUDA runtime directly. The device is opened once per run (streams,
  * events, noise buffers); a record is uploaded once and shared by every backend; each backend's
- * reps fill a struct backend_result (src/report/report.h) through an output_tally. Nothing here builds
- * JSON or decides a verdict.
+ * reps fill a struct backend_result (src/report/report.h) through an output_tally. Nothing here
+ * builds JSON or decides a verdict.
  *
  * Errors: a CUDA or launch error, or device memory running out, becomes the backend's status
  * "error" with a message naming the record and backend, and the run goes on. A sticky error
@@ -38,9 +38,9 @@ struct replay_options {
     uint64_t seed;          /* batch-invariance shuffles */
     const char *dump_dir;   /* NULL: no dumps; else DIR/<stem>-r<record>-<backend>-rep<NN>.bin */
     const char *dump_stem;  /* the capture file's name without directory and extension */
-    /* GPU row hashes first (kernels/output_hash.h): a rep whose row hashes are a known output's
-     * is counted as that output without copying, SHA-256 or checks. Ignored with dump_dir (every
-     * output is then needed whole). */
+    /* GPU row hashes first (kernels/include/output_hash.h): a rep whose row hashes are a known
+     * output's is counted as that output without copying, SHA-256 or checks. Ignored with dump_dir
+     * (every output is then needed whole). */
     bool gpu_prefilter;
     /* Where the record came from, for messages and dump names. */
     const char *file;

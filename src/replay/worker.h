@@ -1,5 +1,5 @@
 /* Worker processes: run a sequence of tasks in a forked child, one result message per task
- * through a pipe, under a watchdog (docs/RELIABILITY.md "Isolation").
+ * through a pipe, under a watchdog (docs/REPORT.md "Worker processes, faults and interruptions").
  *
  * `run` replays kernels that may hang, crash the process or poison the CUDA context. Each
  * batch of such work runs in a child process; the parent only reads messages. The machinery here

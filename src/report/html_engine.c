@@ -1,4 +1,4 @@
-/* The engine's own selection on the HTML page (docs/REPORT.md "The engine's selection"): a line
+/* The engine's own selection on the HTML page (docs/REPORT.md "`records[].engine`"): a line
  * under the per-backend table with the report's counts, a chip in each record's summary line,
  * and in the record's section the verdict, the contract, the rows per kind and the wrong rows
  * with the indices they miss or add. Read defensively like every part of the page. */

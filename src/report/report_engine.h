@@ -1,4 +1,4 @@
-/* The engine's own selection in the documents (docs/REPORT.md "The engine's selection"): a
+/* The engine's own selection in the documents (docs/REPORT.md "`records[].engine`"): a
  * record's engine_indices judged in the main process (engine_check.h, verdict_judge_engine),
  * written as the record's "engine" entry, counted in the summary and printed in the terminal
  * table. `run` and `census` write it; report_read.c reads it back for gate, extract and the

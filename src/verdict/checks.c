@@ -1,4 +1,4 @@
-/* Contract checks of one top-k output against the reference (docs/REPORT.md "violations").
+/* Contract checks of one top-k output against the reference (docs/REPORT.md "Violation kinds").
  *
  * Everything a check needs beyond the output itself is computed once per record and k in
  * checks_prepare(): the reference output, and per row the candidate count, the order key of the

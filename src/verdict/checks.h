@@ -1,4 +1,4 @@
-/* Contract checks of one top-k output against the reference (docs/REPORT.md "violations").
+/* Contract checks of one top-k output against the reference (docs/REPORT.md "Violation kinds").
  *
  * checks_prepare() computes, once per record and k, what every check needs (the reference
  * output, each row's candidate count, boundary key and how many candidates rank above it);

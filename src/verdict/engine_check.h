@@ -1,6 +1,6 @@
 /* The engine's own selection judged: a capture record's engine_indices (what the serving kernel
  * selected) against the CPU reference at the record's k, under the contract the engine promises
- * (docs/REPORT.md "The engine's selection").
+ * (docs/REPORT.md "`records[].engine`").
  *
  * Each row is one of
  * - exact: the reference's index set (the canonical top-k, ties to the smaller index);

@@ -409,7 +409,7 @@ static void judge_graph(struct judge *judge)
     const struct verdict_reps *graph = &evidence->graph;
     struct verdict_finding found;
     if (evidence->graph_error) {
-        /* Every backend promises a graph-capturable launch (kernels/topk_backends.h). */
+        /* Every backend promises a graph-capturable launch (kernels/include/topk_backends.h). */
         found = failing(VERDICT_CHECK_GRAPH_ERROR, true);
         finding(judge, &found, "graph: %s", evidence->graph_error);
     }

@@ -41,7 +41,8 @@ enum backend_status {
     BACKEND_UNAVAILABLE, /* no CUDA device or driver: reason */
     BACKEND_ERROR,       /* a CUDA or launch error, out of memory: reason */
     BACKEND_SKIPPED,     /* not attempted: the device was lost earlier in the run (reason) */
-    /* Faults contained by the worker process (docs/RELIABILITY.md "Isolation"): */
+    /* Faults contained by the worker process (docs/REPORT.md "Worker processes, faults and
+     * interruptions"): */
     BACKEND_HANG,        /* no result within --timeout: the worker was killed (reason) */
     BACKEND_CRASH,       /* the worker died: the signal or exit status is in the reason */
     BACKEND_CUDA_ERROR,  /* a sticky CUDA error (illegal address, ...) poisoned the worker's

@@ -225,7 +225,7 @@ json_check "$TMP/text.json" 'len(j["records"]) == 0 and len(j["input_errors"]) =
 mkdir -p "$TMP/empty"
 expect_exit 3 "a directory without captures" -- "$AUDIT" run --quiet --out "$TMP/empty.json" "$TMP/empty"
 
-# ---- isolation options (docs/RELIABILITY.md "Isolation"); no GPU needed -----------------------
+# ---- isolation options (docs/REPORT.md "Worker processes, ..."); no GPU needed -------------
 expect_exit 2 "--timeout 0 is refused" -- "$AUDIT" run --quiet --timeout 0 --out "$TMP/t.json" "$CAPTURE"
 expect_exit 2 "--timeout that is not a number" -- "$AUDIT" run --quiet --timeout soon --out "$TMP/t.json" "$CAPTURE"
 expect_exit 0 "--timeout 5 is accepted" -- "$AUDIT" run --quiet --reps 1 --timeout 5 --out "$TMP/t.json" "$CAPTURE"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# GPU suite: `run` survives faulty backends (docs/RELIABILITY.md "Isolation"); exit 77 = skipped
-# without a CUDA device. Arguments: the binary, then the build directory of tests/plugins.
+# GPU suite: `run` survives faulty backends (docs/REPORT.md "Worker processes, faults and
+# interruptions"); exit 77 = skipped without a CUDA device. Arguments: the binary, then the build directory of tests/plugins.
 # One run with the four faulty plugins and bitonic on a small capture with a short --timeout:
 #   faulty-hang     status hang (killed by the watchdog), verdict fail
 #   faulty-oob      status cuda_error with the CUDA message (illegal address), verdict fail
