@@ -130,12 +130,18 @@ int record_replay_backends(struct worker_channel *channel, size_t first,
                                     job->replay, &result, &err);
         if (status != AUDIT_EDEVICE && task + 1 == options->backend_count) {
             /* The record's noise ends with its last backend: charged to it when it replayed (an
-             * unsupported one shows no time; the wait is then in the record's backends_ms). */
+             * unsupported one shows no time; the wait is then in the record's backends_ms). A
+             * sticky fault there poisons the context under this backend's result, which is then
+             * not kept (cuda_error, naming the noise stream) and the next record gets a fresh
+             * worker; a non-sticky one leaves the result as it is. */
             struct time_breakdown drained = { 0 };
-            struct audit_error ignored = { 0 };
-            (void)replay_noise_drain(device, &drained, &ignored);
-            if (result.status == BACKEND_OK)
+            struct audit_error noise_err = { 0 };
+            if (replay_noise_drain(device, &drained, &noise_err) < 0 && replay_device_lost(device)) {
+                status = AUDIT_EDEVICE;
+                err = noise_err;
+            } else if (result.status == BACKEND_OK) {
                 time_breakdown_add(&result.time, &drained);
+            }
         }
         result.time.device_open_ms += *device_open_ms;
         result.time.total_ms += *device_open_ms;
@@ -148,7 +154,8 @@ int record_replay_backends(struct worker_channel *channel, size_t first,
                        : WORKER_JOB_LEAVE;
         }
         if (lost)
-            /* A sticky error: the backend's own fault, contained to this process. */
+            /* A sticky error, contained to this process: the backend's own fault, or the noise
+             * stream's after it (the message says which). */
             backend_result_set_status(&result, BACKEND_CUDA_ERROR, "%s", err.message);
         bool failed;
         if (!record_judge_backend(job, &result, &entry, &table, &failed)) {

@@ -405,7 +405,15 @@ int replay_noise_drain(struct replay_device *device, struct time_breakdown *time
                        struct audit_error *err)
 {
     const double started_ms = report_monotonic_ms();
-    CUDA_TRY(cudaStreamSynchronize(device->noise_stream), err);
+    const cudaError_t drained = cudaStreamSynchronize(device->noise_stream);
+    if (drained != cudaSuccess) {
+        struct audit_error cause = { 0 };
+        audit_fail(&cause, AUDIT_EDEVICE, "the noise stream: %s (%s)", cudaGetErrorString(drained),
+                   cudaGetErrorName(drained));
+        if (settle_device_failure(device, "draining the noise stream", &cause) < 0)
+            return audit_fail(err, AUDIT_EDEVICE, "%s", device->lost);
+        return audit_fail(err, AUDIT_EDEVICE, "%s", cause.message);
+    }
     device->bursts_queued = 0;
     const double waited_ms = report_monotonic_ms() - started_ms;
     time->noise_wait_ms += waited_ms;

@@ -87,7 +87,7 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
 /* Waits for the noise still queued on the sibling stream (replay_backend leaves it running, so
  * that the next backend of the record replays under it without a wait in between): after the
  * record's last backend. The wait goes to time's noise_wait_ms and total_ms. 0, or the CUDA
- * error with err filled. */
+ * error with err filled (after a sticky one replay_device_lost says so). */
 int replay_noise_drain(struct replay_device *device, struct time_breakdown *time,
                        struct audit_error *err);
 
