@@ -408,11 +408,11 @@ int replay_noise_drain(struct replay_device *device, struct time_breakdown *time
     const cudaError_t drained = cudaStreamSynchronize(device->noise_stream);
     if (drained != cudaSuccess) {
         struct audit_error cause = { 0 };
-        audit_fail(&cause, AUDIT_EDEVICE, "the noise stream: %s (%s)", cudaGetErrorString(drained),
-                   cudaGetErrorName(drained));
+        audit_fail(&cause, AUDIT_EDEVICE, "cudaStreamSynchronize: %s (%s)",
+                   cudaGetErrorString(drained), cudaGetErrorName(drained));
         if (settle_device_failure(device, "draining the noise stream", &cause) < 0)
             return audit_fail(err, AUDIT_EDEVICE, "%s", device->lost);
-        return audit_fail(err, AUDIT_EDEVICE, "%s", cause.message);
+        return audit_fail(err, AUDIT_EDEVICE, "draining the noise stream: %s", cause.message);
     }
     device->bursts_queued = 0;
     const double waited_ms = report_monotonic_ms() - started_ms;
