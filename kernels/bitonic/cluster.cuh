@@ -18,8 +18,9 @@
  *            gathered and the output's ranking cuts it at k (no levels 1 and 2);
  *   level 1  the same over the next 11 bits of the candidates in that bin, with the minimum and
  *            maximum of their keys: when they are equal (a plateau, e.g. the 0.0 of ReLU rows)
- *            the bin is one key and the refinement stops there (a one-CTA row whose level-0
- *            bin is +0.0 alone skips level 1: cluster_bin_is_one_key);
+ *            the bin is one key and the refinement stops there (a one-CTA row of up to
+ *            CLUSTER_PLATEAU_ITEMS keys a thread whose level-0 bin is +0.0 alone skips level 1:
+ *            cluster_bin_is_one_key);
  *   level 2  the last 10 bits, when still needed (after level 1 too: the whole-bin gather when
  *            the bin fits);
  *   ties     candidates equal to the threshold key are taken in index order: a CTA's quota is
@@ -405,10 +406,14 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
      * inside it change the kernel's code (the compiler optimises a callee before inlining it).
      * A one-CTA row whose k-th largest is in the bin of +0.0 first checks whether the bin is
      * +0.0 alone (a ReLU plateau): then the bin's count at level 0 is the ties' (tie_bin in
-     * even_histogram), with no level-1 pass, barrier and pick. The branch costs the other shapes
-     * up to 1.5% (more code past it; docs/PERF.md "Against the targets"). */
-    if (!whole && parts == 1 && prefix == CLUSTER_ZERO_KEY &&
-        cluster_bin_is_one_key<TOTAL>(key, mask, prefix)) {
+     * even_histogram), with no level-1 pass, barrier and pick. Only kernels of at most
+     * CLUSTER_PLATEAU_ITEMS keys a thread have the check: its code costs every shape that never
+     * takes it (docs/PERF.md "Against the targets"). */
+    bool plateau = false;
+    if constexpr (TOTAL <= CLUSTER_PLATEAU_ITEMS)
+        plateau = !whole && parts == 1 && prefix == CLUSTER_ZERO_KEY &&
+                  cluster_bin_is_one_key<TOTAL>(key, mask, prefix);
+    if (plateau) {
         mask = 0xFFFFFFFFu;
         tie_bin = prefix >> 21;
     } else if (!whole) {

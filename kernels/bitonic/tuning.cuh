@@ -54,6 +54,16 @@
 #define CLUSTER_STAGED_GATHER 1
 #endif
 
+/* Cluster kernels of at most this many keys per thread check, on a one-CTA row whose k-th
+ * largest is in the bin of +0.0, whether that bin is +0.0 alone (a ReLU plateau: then no level
+ * 1). The check's code (5-12 KB a kernel) costs every shape that never takes it: without it the
+ * 64- and 128-key kernels (slices of 32768 and 65536) are 0.4-1.1% faster on every row they
+ * run, and 1.07x slower where it would be taken (ReLU rows of 16385-65536 on one CTA with fewer
+ * than k positives: relu 1024-4096 x 32768 k 4096, docs/PERF.md). 128 puts it in every kernel. */
+#ifndef CLUSTER_PLATEAU_ITEMS
+#define CLUSTER_PLATEAU_ITEMS 32u
+#endif
+
 /* The bulk load of a slice (cluster_bulk_load): chunks of 8 keys per thread (16 KiB), each
  * counted on its own mbarrier, so that the first is counted while the others arrive. */
 #ifndef CLUSTER_BULK_CHUNK_ITEMS
