@@ -133,6 +133,7 @@ static void test_faulty_plugins_load(void **state)
         { "plugin_oob", "faulty-oob", TOPK_NOT_GUARANTEED, false, 0 },
         { "plugin_hang", "faulty-hang", TOPK_NOT_GUARANTEED, false, 0 },
         { "plugin_arrival", "faulty-arrival", TOPK_RUN_TO_RUN, true, 0 },
+        { "plugin_free", "faulty-free", TOPK_RUN_TO_RUN, true, 4096 },
         { "host_crash", "faulty-crash", TOPK_RUN_TO_RUN, true, 4 * 64 },
         { "host_oom", "faulty-oom", TOPK_RUN_TO_RUN, true, (size_t)1 << 40 },
     };
@@ -150,7 +151,7 @@ static void test_faulty_plugins_load(void **state)
         assert_int_equal(backend->supports(&device, &shape, reason, sizeof(reason)), 1);
         assert_int_equal(backend->scratch_bytes(&device, &shape), faulty[i].scratch_bytes);
     }
-    assert_int_equal(plugin_count(), 6);
+    assert_int_equal(plugin_count(), 7);
 }
 
 /* ---- the adapter ---------------------------------------------------------------------------- */

@@ -31,6 +31,15 @@ static int compare_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A bench buffer's free. A failed one's error is consumed, so that the next launch's check does
+ * not report it as that launch's failure; a fault that broke the context fails the next CUDA
+ * call, which reports it, and the results measured before it stand. */
+static void bench_free(void *pointer)
+{
+    if (pointer && cudaFree(pointer) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
 /* Device-to-device copy bandwidth in bytes per second (bytes read plus bytes written). */
 static int measure_copy_bandwidth(double *bytes_per_second, struct audit_error *err)
 {
@@ -63,8 +72,8 @@ done:
         cudaEventDestroy(start);
     if (stop)
         cudaEventDestroy(stop);
-    cudaFree(source);
-    cudaFree(destination);
+    bench_free(source);
+    bench_free(destination);
     return status;
 }
 
@@ -166,10 +175,10 @@ struct bench_buffers {
 
 static void bench_buffers_free(struct bench_buffers *buffers)
 {
-    cudaFree(buffers->scores);
-    cudaFree(buffers->lengths);
-    cudaFree(buffers->out);
-    cudaFree(buffers->l2_flush);
+    bench_free(buffers->scores);
+    bench_free(buffers->lengths);
+    bench_free(buffers->out);
+    bench_free(buffers->l2_flush);
     memset(buffers, 0, sizeof(*buffers));
 }
 
@@ -323,7 +332,7 @@ done:
         cudaEventDestroy(start);
     if (stop)
         cudaEventDestroy(stop);
-    cudaFree(scratch);
+    bench_free(scratch);
     return status;
 }
 

@@ -196,7 +196,7 @@ int record_worker_main(struct worker_channel *channel, size_t first, void *user)
         status = record_replay_backends(channel, first, device, input, &device_open_ms, job);
     /* A poisoned context may refuse its teardown; the process exit releases it anyway. */
     if (!replay_device_lost(device)) {
-        replay_input_free(input);
+        (void)replay_input_free(input, &err); /* the process ends with this record */
         replay_device_close(device);
     }
     return status == WORKER_JOB_LEAVE ? 0 : status;

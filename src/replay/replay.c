@@ -222,24 +222,53 @@ int replay_input_create(struct replay_device *device, const struct capture_recor
     return AUDIT_OK;
 }
 
-static void input_release_device(struct replay_input *input)
+/* Frees a device buffer (on `stream` where there is one) and returns the first error of
+ * `first` and this free. A failed free's error is consumed: left as the last error, the next
+ * launch's check would report it as that launch's failure. */
+static cudaError_t device_free(void *pointer, cudaStream_t stream, cudaError_t first)
 {
-    cudaFree(input->scores);
-    cudaFree(input->lengths);
-    cudaFree(input->row_starts);
-    cudaFree(input->page_table);
-    cudaFree(input->page_table_row_starts);
+    if (!pointer)
+        return first;
+    const cudaError_t freed = stream ? cudaFreeAsync(pointer, stream) : cudaFree(pointer);
+    if (freed != cudaSuccess)
+        (void)cudaGetLastError();
+    return first != cudaSuccess ? first : freed;
+}
+
+static cudaError_t input_release_device(struct replay_input *input)
+{
+    cudaError_t freed = device_free(input->scores, NULL, cudaSuccess);
+    freed = device_free(input->lengths, NULL, freed);
+    freed = device_free(input->row_starts, NULL, freed);
+    freed = device_free(input->page_table, NULL, freed);
+    freed = device_free(input->page_table_row_starts, NULL, freed);
     input->scores = NULL;
     input->lengths = input->row_starts = input->page_table = input->page_table_row_starts = NULL;
     input->uploaded = false;
+    return freed;
 }
 
-void replay_input_free(struct replay_input *input)
+static cudaError_t input_destroy(struct replay_input *input)
 {
     if (!input)
-        return;
-    input_release_device(input);
+        return cudaSuccess;
+    const cudaError_t freed = input_release_device(input);
     free(input);
+    return freed;
+}
+
+int replay_input_free(struct replay_input *input, struct audit_error *err)
+{
+    struct replay_device *device = input ? input->device : NULL;
+    const cudaError_t freed = input_destroy(input);
+    if (freed == cudaSuccess)
+        return AUDIT_OK;
+    struct audit_error cause = { 0 };
+    audit_fail(&cause, AUDIT_EDEVICE, "freeing the record's device copy: %s (%s)",
+               cudaGetErrorString(freed), cudaGetErrorName(freed));
+    if (settle_device_failure(device, "freeing the record's device copy", &cause) < 0)
+        return audit_fail(err, AUDIT_EDEVICE, "%s", device->lost);
+    return audit_fail(err, AUDIT_EDEVICE, "%s", cause.message);
 }
 
 /* A present array gets a device pointer even when it holds no element (row_stride 0, a page
@@ -292,25 +321,19 @@ static int input_upload(struct replay_input *input, struct audit_error *err)
     input->uploaded = true;
     return AUDIT_OK;
 error:
-    input_release_device(input);
+    /* What failed is reported; a failed free after it changes nothing the caller can do. */
+    (void)input_release_device(input);
     return status;
 }
 
-static void device_free(void *pointer, cudaStream_t stream)
+static cudaError_t buffers_free(struct launch_buffers *buffers)
 {
-    if (pointer && stream)
-        cudaFreeAsync(pointer, stream);
-    else if (pointer)
-        cudaFree(pointer);
-}
-
-static void buffers_free(struct launch_buffers *buffers)
-{
-    device_free(buffers->out, buffers->stream);
-    device_free(buffers->raw_out, buffers->stream);
-    device_free(buffers->scratch, buffers->stream);
-    device_free(buffers->row_hashes, buffers->stream);
+    cudaError_t freed = device_free(buffers->out, buffers->stream, cudaSuccess);
+    freed = device_free(buffers->raw_out, buffers->stream, freed);
+    freed = device_free(buffers->scratch, buffers->stream, freed);
+    freed = device_free(buffers->row_hashes, buffers->stream, freed);
     memset(buffers, 0, sizeof(*buffers));
+    return freed;
 }
 
 static int buffers_alloc(struct launch_buffers *buffers, const struct replay_input *input,
@@ -336,7 +359,7 @@ static int buffers_alloc(struct launch_buffers *buffers, const struct replay_inp
         goto error;
     return AUDIT_OK;
 error:
-    buffers_free(buffers);
+    (void)buffers_free(buffers); /* the failed allocation is what is reported */
     return status;
 }
 
@@ -762,9 +785,15 @@ static int run_subrecord(struct replay_device *device, const struct topk_backend
     if (status < 0)
         goto done;
     status = copy_back(device, &buffers, out, NULL, err);
-done:
-    buffers_free(&buffers);
-    replay_input_free(input);
+done:;
+    /* A failed free is the batch's failure where nothing failed before it (the caller settles
+     * it as a device failure). */
+    cudaError_t freed = buffers_free(&buffers);
+    const cudaError_t released = input_destroy(input);
+    freed = freed != cudaSuccess ? freed : released;
+    if (freed != cudaSuccess && status >= 0)
+        status = audit_fail(err, AUDIT_EDEVICE, "freeing a batch's device buffers: %s (%s)",
+                            cudaGetErrorString(freed), cudaGetErrorName(freed));
     return status;
 }
 
@@ -935,6 +964,7 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
     const double started_ms = report_monotonic_ms();
     double phase_started_ms;
     bool device_failed = false;
+    cudaError_t freed = cudaSuccess;
 
     result->graph_requested = options->graph;
     result->batch_requested = options->batch_invariance;
@@ -1027,7 +1057,9 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
     }
     if (options->batch_invariance && result->eager.reps > 0) {
         /* The sub-records have their own buffers: free these first. */
-        buffers_free(&buffers);
+        freed = buffers_free(&buffers);
+        if (freed != cudaSuccess)
+            goto free_error;
         phase_started_ms = report_monotonic_ms();
         status = replay_batch_invariance(device, backend, record, input->k, options, result, err);
         result->time.batch_invariance_ms += report_monotonic_ms() - phase_started_ms;
@@ -1038,7 +1070,14 @@ int replay_backend(struct replay_device *device, struct replay_input *input,
         if (status < 0)
             goto done;
     }
+    /* The release is checked like a launch: a failed free is this backend's failure. */
+    freed = buffers_free(&buffers);
+    if (freed != cudaSuccess)
+        goto free_error;
     goto done;
+free_error:
+    status = audit_fail(&cause, AUDIT_EDEVICE, "freeing its device buffers: %s (%s)",
+                        cudaGetErrorString(freed), cudaGetErrorName(freed));
 device_error:
     status = settle_device_failure(device, "a replay", &cause);
     if (status == AUDIT_OK) {
@@ -1052,9 +1091,10 @@ lost:
     status = audit_fail(err, AUDIT_EDEVICE, "%s record %u, backend %s: %s", file, record->index,
                         backend->name, device->lost);
 done:
-    /* After a failure the outputs handed over are still added: what ran is reported. */
+    /* After a failure the outputs handed over are still added: what ran is reported (and a
+     * failed free after it changes nothing). */
     (void)tally_queue_finish(queue, NULL);
-    buffers_free(&buffers);
+    (void)buffers_free(&buffers);
     free(host_row_hashes);
     result->time.total_ms = report_monotonic_ms() - started_ms;
     return status;

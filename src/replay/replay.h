@@ -69,7 +69,10 @@ const char *replay_device_lost(const struct replay_device *device);
 struct replay_input;
 int replay_input_create(struct replay_device *device, const struct capture_record *record,
                         uint32_t k, struct replay_input **input, struct audit_error *err);
-void replay_input_free(struct replay_input *input);
+/* Frees the record's device copy and the input. A failed free returns AUDIT_EDEVICE, with the
+ * device marked lost where its context no longer works (replay_device_lost): a worker that
+ * goes on must not blame the failure on its next record. */
+int replay_input_free(struct replay_input *input, struct audit_error *err);
 /* The shape every backend's supports() sees for this record and k. */
 void replay_shape(const struct capture_record *record, uint32_t k, struct topk_shape *shape);
 

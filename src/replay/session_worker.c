@@ -137,8 +137,11 @@ int session_worker_job(struct worker_channel *channel, size_t first, void *buffe
     };
     status = record_replay_backends(channel, first, session_worker.device, input,
                                     &session_worker.device_open_ms, &job);
-    if (!replay_device_lost(session_worker.device))
-        replay_input_free(input);
+    /* After a failed free (settled: the device may be marked lost) the next record gets a
+     * fresh worker rather than a context in doubt; this record's results are already sent. */
+    if (!replay_device_lost(session_worker.device) && replay_input_free(input, &err) < 0 &&
+        status == 0)
+        status = WORKER_JOB_LEAVE;
 done:
     if (checks_ready)
         checks_release(&checks);

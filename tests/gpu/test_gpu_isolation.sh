@@ -12,6 +12,9 @@
 #   bitonic exits 1 (a backend hit an error), faulty-oom is `error` naming the capture file, the
 #   record, the backend, the bytes and cudaErrorMemoryAllocation, and bitonic, next in the same
 #   worker, still passes;
+# - a failed free: faulty-free frees the scratch `run` allocated for it, so `run`'s own free of it
+#   fails (cudaErrorInvalidValue, not sticky): faulty-free is `error` naming the free (a build
+#   that ignored the free's result reported it ok), and bitonic, next in the same worker, passes;
 # - host-side faults: faulty-oom, faulty-crash (host_crash.so: launch() writes through NULL) and
 #   faulty-hang with DSATOPK_PLUGIN_HANG=host (launch() never returns), each followed by a
 #   well-behaved backend (bitonic, sort, example-simple) that must still pass: status error,
@@ -36,7 +39,8 @@ if grep -qiE 'no (cuda )?device|insufficient' "$TMP/devices.txt"; then
     echo "SKIP: dsatopk-audit devices reports no usable CUDA device:"; sed 's/^/    /' "$TMP/devices.txt"
     exit 77
 fi
-for name in plugin_hang plugin_oob plugin_wrong plugin_arrival host_crash host_oom example_plugin; do
+for name in plugin_hang plugin_oob plugin_wrong plugin_arrival plugin_free host_crash host_oom \
+    example_plugin; do
     if [ ! -f "$PLUGINS/$name.so" ]; then
         fail "$PLUGINS/$name.so is not built"
         finish
@@ -124,6 +128,25 @@ else
 fi
 expect_grep 'faulty-oom .* error ' "$TMP/oom.txt" "out of memory: the table shows the error"
 expect_grep 'cudaErrorMemoryAllocation' "$TMP/oom.txt" "out of memory: the table prints the reason"
+
+# A failed free that leaves the context working: faulty-free's scratch is freed by the plugin, so
+# run's own free of it fails after the backend's reps. Exit 1: a backend hit an error.
+R6="$TMP/free.json"
+"$AUDIT" run --reps 3 --timeout 60 --noise none --out "$R6" --plugin "$PLUGINS/plugin_free.so" \
+    --backends faulty-free,bitonic "$CAPTURE" >"$TMP/free.txt" 2>"$TMP/free.err"
+FREE_EXIT=$?
+cat "$TMP/free.txt"; sed 's/^/    stderr: /' "$TMP/free.err" | head -20
+if [ "$FREE_EXIT" -eq 1 ]; then pass "failed free: exit 1"; else fail "failed free: exit $FREE_EXIT, wanted 1"; fi
+if [ -f "$R6" ]; then
+    json_check "$R6" "all(b['status'] == 'error' and b['verdict'] == 'fail' and ('record %d, backend faulty-free' % r['index']) in b['reason'] and 'freeing its device buffers' in b['reason'] and 'cudaErrorInvalidValue' in b['reason'] for r in j['records'] for b in r['backends'] if b['name'] == 'faulty-free') and len($(of faulty-free)) == 2" \
+        "failed free: faulty-free is 'error' naming the record, the backend, the free and cudaErrorInvalidValue"
+    json_check "$R6" "all(b['status'] == 'ok' and b['verdict'] == 'pass' for b in $(of bitonic)) and len($(of bitonic)) == 2" \
+        "failed free: bitonic, next in the same worker, still passes on every record"
+    json_check "$R6" 'j["complete"] is True and j["summary"]["status"]["error"] == 2 and j["summary"]["status"]["ok"] == 2' \
+        "failed free: the report is complete and counts 2 error and 2 ok"
+else
+    fail "failed free: no report at $R6"
+fi
 
 # Host-side faults through `run`: out of memory, a crash in launch() and a launch() that never
 # returns (DSATOPK_PLUGIN_HANG=host), each followed by a well-behaved backend that must still pass.
