@@ -79,6 +79,20 @@ static int settle_device_failure(struct replay_device *device, const char *what,
     return AUDIT_EDEVICE;
 }
 
+/* A failed CUDA call outside a backend's work (`what`: draining the noise stream, freeing the
+ * record's copy), settled: AUDIT_EDEVICE, the message naming what failed, the call and the
+ * error; the device is marked lost where its context broke. */
+static int fail_device_call(struct replay_device *device, const char *what, const char *call,
+                            cudaError_t error, struct audit_error *err)
+{
+    struct audit_error cause = { 0 };
+    audit_fail(&cause, AUDIT_EDEVICE, "%s: %s (%s)", call, cudaGetErrorString(error),
+               cudaGetErrorName(error));
+    if (settle_device_failure(device, what, &cause) < 0)
+        return audit_fail(err, AUDIT_EDEVICE, "%s", device->lost);
+    return audit_fail(err, AUDIT_EDEVICE, "%s: %s", what, cause.message);
+}
+
 int replay_device_open(struct replay_device **device_out, int ordinal, size_t emulate_smem_per_sm,
                        enum noise_kind noise, struct audit_error *err)
 {
@@ -261,14 +275,9 @@ int replay_input_free(struct replay_input *input, struct audit_error *err)
 {
     struct replay_device *device = input ? input->device : NULL;
     const cudaError_t freed = input_destroy(input);
-    if (freed == cudaSuccess)
-        return AUDIT_OK;
-    struct audit_error cause = { 0 };
-    audit_fail(&cause, AUDIT_EDEVICE, "freeing the record's device copy: %s (%s)",
-               cudaGetErrorString(freed), cudaGetErrorName(freed));
-    if (settle_device_failure(device, "freeing the record's device copy", &cause) < 0)
-        return audit_fail(err, AUDIT_EDEVICE, "%s", device->lost);
-    return audit_fail(err, AUDIT_EDEVICE, "%s", cause.message);
+    return freed == cudaSuccess ? AUDIT_OK
+                                : fail_device_call(device, "freeing the record's device copy",
+                                                   "cudaFree", freed, err);
 }
 
 /* A present array gets a device pointer even when it holds no element (row_stride 0, a page
@@ -429,14 +438,9 @@ int replay_noise_drain(struct replay_device *device, struct time_breakdown *time
 {
     const double started_ms = report_monotonic_ms();
     const cudaError_t drained = cudaStreamSynchronize(device->noise_stream);
-    if (drained != cudaSuccess) {
-        struct audit_error cause = { 0 };
-        audit_fail(&cause, AUDIT_EDEVICE, "cudaStreamSynchronize: %s (%s)",
-                   cudaGetErrorString(drained), cudaGetErrorName(drained));
-        if (settle_device_failure(device, "draining the noise stream", &cause) < 0)
-            return audit_fail(err, AUDIT_EDEVICE, "%s", device->lost);
-        return audit_fail(err, AUDIT_EDEVICE, "draining the noise stream: %s", cause.message);
-    }
+    if (drained != cudaSuccess)
+        return fail_device_call(device, "draining the noise stream", "cudaStreamSynchronize",
+                                drained, err);
     device->bursts_queued = 0;
     const double waited_ms = report_monotonic_ms() - started_ms;
     time->noise_wait_ms += waited_ms;
