@@ -31,9 +31,9 @@ static int compare_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* A bench buffer's free. A failed one's error is consumed, so that the next launch's check does
- * not report it as that launch's failure; a fault that broke the context fails the next CUDA
- * call, which reports it, and the results measured before it stand. */
+/* A bench buffer's free. A failed one's error is consumed, so that no later check of the last
+ * error reads it as its own; a fault that broke the context fails the next CUDA call, which
+ * reports it, and the results measured before it stand. */
 static void bench_free(void *pointer)
 {
     if (pointer && cudaFree(pointer) != cudaSuccess)

@@ -237,8 +237,8 @@ int replay_input_create(struct replay_device *device, const struct capture_recor
 }
 
 /* Frees a device buffer (on `stream` where there is one) and returns the first error of
- * `first` and this free. A failed free's error is consumed: left as the last error, the next
- * launch's check would report it as that launch's failure. */
+ * `first` and this free. A failed free's error is consumed (the caller reports it), so that no
+ * later check of the last error reads it as its own. */
 static cudaError_t device_free(void *pointer, cudaStream_t stream, cudaError_t first)
 {
     if (!pointer)
