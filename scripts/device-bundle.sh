@@ -30,10 +30,12 @@ for program in "$build_dir"/tests/test_gpu_* "$build_dir"/tests/bench_* \
     [ -x "$program" ] && [ -f "$program" ] && cp "$program" device-bundle/bin/
 done
 # Experiment builds with kernel constants set by -D, named in DEVICE_VARIANTS (e.g. "s2" after
-# meson setup build-s2 -Dcuda_args=-DCLUSTER_DIRECT_PARTS=4u), carried as dsatopk-audit-s2.
+# meson setup build-s2 -Dcuda_args=-DCLUSTER_DIRECT_PARTS=4u), carried as dsatopk-audit-s2 and,
+# so that a variant's kernels can be checked before they are timed, test_gpu_backends-s2.
 for variant in ${DEVICE_VARIANTS:-}; do
-    ninja -C "build-$variant" src/dsatopk-audit >/dev/null
+    ninja -C "build-$variant" src/dsatopk-audit tests/test_gpu_backends >/dev/null
     cp "build-$variant/src/dsatopk-audit" "device-bundle/bin/dsatopk-audit-$variant"
+    cp "build-$variant/tests/test_gpu_backends" "device-bundle/bin/test_gpu_backends-$variant"
 done
 mkdir -p device-bundle/plugins
 cp "$build_dir"/tests/plugins/*.so device-bundle/plugins/

@@ -6,9 +6,10 @@
 # shipped-report.json, bench.json, torch-bench.json.
 # Usage: scripts/device-check.sh [STEP...]
 #   steps: suite split cluster kernel sanitize sanitize-run sanitize-plugins run isolation
-#   devices devices-parallel devices-all handover breakdown ab bench bench-ab phases bench-paths
-#   racecheck racecheck-split hash-share flashinfer fidelity peers grid (default: suite sanitize
-#   run isolation devices bench; the others are slow or only needed when what they test changed)
+#   devices devices-parallel devices-all handover breakdown ab ab-suite bench bench-ab phases
+#   bench-paths racecheck racecheck-split hash-share flashinfer fidelity peers grid (default:
+#   suite sanitize run isolation devices bench; the others are slow or only needed when what
+#   they test changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
 mkdir -p "$OUT"
@@ -155,6 +156,16 @@ for s in $steps; do
         step racecheck-cluster64 200 compute-sanitizer \
             --tool racecheck --error-exitcode 9 test_gpu_backends --backend bitonic --plan cluster64 \
             --quick --k 100
+        ;;
+    ab-suite)
+        # The GPU suite for bitonic (as auto plans, then the one-CTA cluster kernels of 16 and
+        # 32 keys on ReLU rows at k 2048) with each build in AB_BUILDS (default "old"):
+        # device-bundle/bin/test_gpu_backends-NAME, carried by DEVICE_VARIANTS.
+        for build in ${AB_BUILDS:-old}; do
+            step "ab-suite-$build" 200 "test_gpu_backends-$build" --backend bitonic
+            step "ab-suite-$build-relu" 200 "test_gpu_backends-$build" --backend bitonic \
+                --plan cluster16 --longest 8192 --k 2048 --family relu
+        done
         ;;
     bench-ab)
         # bitonic's speed, this binary ("new") against device-bundle/bin/dsatopk-audit-NAME for
