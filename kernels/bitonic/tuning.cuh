@@ -58,8 +58,8 @@
  * largest is in the bin of +0.0, whether that bin is +0.0 alone (a ReLU plateau: then no level
  * 1). The check's code (5-12 KB a kernel) costs every shape that never takes it: without it the
  * 64- and 128-key kernels (slices of 32768 and 65536) are 0.4-1.1% faster on every row they
- * run, and 1.07x slower where it would be taken (ReLU rows of 16385-65536 on one CTA with fewer
- * than k positives: relu 1024-4096 x 32768 k 4096, docs/PERF.md). 128 puts it in every kernel. */
+ * run, and 1.07x slower where it would be taken (one-CTA ReLU rows with fewer than k positives:
+ * relu 1024-4096 x 32768 k 4096 measured, docs/PERF.md). 128 puts it in every kernel. */
 #ifndef CLUSTER_PLATEAU_ITEMS
 #define CLUSTER_PLATEAU_ITEMS 32u
 #endif
