@@ -68,6 +68,17 @@ expect_no_process_left() {
 }
 # of NAME: the entries of backend NAME in every record, as a Python expression.
 of() { echo "[b for r in j['records'] for b in r['backends'] if b['name'] == '$1']"; }
+# run_one_plugin STEM LABEL PLUGIN BACKENDS: `run` of the capture with one plugin and BACKENDS
+# (3 reps, --timeout 60, no noise) into $TMP/STEM.json, its table in $TMP/STEM.txt (printed with
+# its stderr); passes when it exits 1 (a backend hit an error), the exit of every such case.
+run_one_plugin() {
+    local stem=$1 label=$2 plugin=$3 backends=$4 code
+    "$AUDIT" run --reps 3 --timeout 60 --noise none --out "$TMP/$stem.json" --plugin "$plugin" \
+        --backends "$backends" "$CAPTURE" >"$TMP/$stem.txt" 2>"$TMP/$stem.err"
+    code=$?
+    cat "$TMP/$stem.txt"; sed 's/^/    stderr: /' "$TMP/$stem.err" | head -20
+    if [ "$code" -eq 1 ]; then pass "$label: exit 1"; else fail "$label: exit $code, wanted 1"; fi
+}
 
 R="$TMP/faults.json"
 START=$(date +%s)
@@ -107,11 +118,7 @@ expect_no_process_left ""
 # GPU out of memory: 1 TiB of scratch for faulty-oom. The allocation fails without poisoning the
 # context, so the worker goes on with bitonic; exit 1 is "a backend hit an error" (docs/REPORT.md).
 R3="$TMP/oom.json"
-"$AUDIT" run --reps 3 --timeout 60 --noise none --out "$R3" --plugin "$PLUGINS/host_oom.so" \
-    --backends faulty-oom,bitonic "$CAPTURE" >"$TMP/oom.txt" 2>"$TMP/oom.err"
-OOM_EXIT=$?
-cat "$TMP/oom.txt"; sed 's/^/    stderr: /' "$TMP/oom.err" | head -20
-if [ "$OOM_EXIT" -eq 1 ]; then pass "out of memory: exit 1"; else fail "out of memory: exit $OOM_EXIT, wanted 1"; fi
+run_one_plugin oom "out of memory" "$PLUGINS/host_oom.so" faulty-oom,bitonic
 # oom_named: the reason names the capture file, the record, the backend, the bytes and the error.
 oom_named="b['reason'] is not None and r['file'] in b['reason'] and ('record %d, backend faulty-oom' % r['index']) in b['reason'] and '1099511627776 bytes for the scratch' in b['reason'] and 'cudaErrorMemoryAllocation' in b['reason']"
 if [ -f "$R3" ]; then
@@ -132,11 +139,7 @@ expect_grep 'cudaErrorMemoryAllocation' "$TMP/oom.txt" "out of memory: the table
 # A failed free that leaves the context working: faulty-free's scratch is freed by the plugin, so
 # run's own free of it fails after the backend's reps. Exit 1: a backend hit an error.
 R6="$TMP/free.json"
-"$AUDIT" run --reps 3 --timeout 60 --noise none --out "$R6" --plugin "$PLUGINS/plugin_free.so" \
-    --backends faulty-free,bitonic "$CAPTURE" >"$TMP/free.txt" 2>"$TMP/free.err"
-FREE_EXIT=$?
-cat "$TMP/free.txt"; sed 's/^/    stderr: /' "$TMP/free.err" | head -20
-if [ "$FREE_EXIT" -eq 1 ]; then pass "failed free: exit 1"; else fail "failed free: exit $FREE_EXIT, wanted 1"; fi
+run_one_plugin free "failed free" "$PLUGINS/plugin_free.so" faulty-free,bitonic
 if [ -f "$R6" ]; then
     json_check "$R6" "all(b['status'] == 'error' and b['verdict'] == 'fail' and ('record %d, backend faulty-free' % r['index']) in b['reason'] and 'freeing its device buffers' in b['reason'] and 'cudaErrorInvalidValue' in b['reason'] for r in j['records'] for b in r['backends'] if b['name'] == 'faulty-free') and len($(of faulty-free)) == 2" \
         "failed free: faulty-free is 'error' naming the record, the backend, the free and cudaErrorInvalidValue"
