@@ -7,9 +7,9 @@
 # Usage: scripts/device-check.sh [STEP...]
 #   steps: suite split cluster kernel sanitize sanitize-run sanitize-plugins run isolation
 #   devices devices-parallel devices-all handover breakdown ab ab-suite bench bench-ab phases
-#   bench-paths racecheck racecheck-split hash-share flashinfer fidelity peers grid (default:
-#   suite sanitize run isolation devices bench; the others are slow or only needed when what
-#   they test changed)
+#   profile bench-paths racecheck racecheck-split hash-share flashinfer fidelity peers grid
+#   (default: suite sanitize run isolation devices bench; the others are slow or only needed
+#   when what they test changed)
 set -u
 OUT=${OUT:-/tmp/dsatopk-device-out}
 mkdir -p "$OUT"
@@ -158,8 +158,8 @@ for s in $steps; do
             --quick --k 100
         ;;
     ab-suite)
-        # The GPU suite for bitonic (as auto plans, then the one-CTA cluster kernels of 16 and
-        # 32 keys on ReLU rows at k 2048) with each build in AB_BUILDS (default "old"):
+        # The GPU suite for bitonic (as auto plans, then the 16-key cluster kernel on ReLU rows of
+        # 8192 at k 2048, its plateau path) with each build in AB_BUILDS (default "old"):
         # device-bundle/bin/test_gpu_backends-NAME, carried by DEVICE_VARIANTS.
         for build in ${AB_BUILDS:-old}; do
             step "ab-suite-$build" 200 "test_gpu_backends-$build" --backend bitonic
@@ -191,6 +191,22 @@ for s in $steps; do
         done
         step bench-shapes 300 dsatopk-audit bench --backends bitonic,radix "${shape_args[@]}" \
             --out "$OUT/bench-shapes.json"
+        ;;
+    profile)
+        # Nsight Compute over one bitonic launch (the sixth) for each PROFILE_FAMILIES x
+        # PROFILE_SHAPES: the issue rate, warp states and stall reasons, instruction mix,
+        # occupancy and throughputs, all in logs.txt. ncu locks the clocks at base and flushes
+        # the caches: its durations are for proportions, bench's table is the speed.
+        for family in ${PROFILE_FAMILIES:-relu random}; do
+            for shape in ${PROFILE_SHAPES:-4096x8192:2048 4096x8192:512}; do
+                step "profile-$family-$shape" 200 ncu --launch-skip 5 --launch-count 1 \
+                    --kernel-name regex:k_cluster --print-details all --section LaunchStats \
+                    --section Occupancy --section SpeedOfLight --section SchedulerStats \
+                    --section WarpStateStats --section InstructionStats \
+                    --section MemoryWorkloadAnalysis dsatopk-audit bench --backends bitonic \
+                    --families "$family" --shapes "$shape" --format none --out /tmp/profile.json
+            done
+        done
         ;;
     bench-paths)
         # bitonic alone, as auto chooses (cluster path) and with the tree path, same shapes.
