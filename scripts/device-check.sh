@@ -195,16 +195,21 @@ for s in $steps; do
     profile)
         # Nsight Compute over one bitonic launch (the sixth) for each PROFILE_FAMILIES x
         # PROFILE_SHAPES: the issue rate, warp states and stall reasons, instruction mix,
-        # occupancy and throughputs, all in logs.txt. ncu locks the clocks at base and flushes
-        # the caches: its durations are for proportions, bench's table is the speed.
+        # occupancy and throughputs in logs.txt, and the instructions executed and stall samples
+        # per SASS instruction in profile-FAMILY-BxL-kK-source.csv. ncu locks the clocks at base
+        # and flushes the caches: its durations are for proportions, bench's table is the speed.
         for family in ${PROFILE_FAMILIES:-relu random}; do
             for shape in ${PROFILE_SHAPES:-4096x8192:2048 4096x8192:512}; do
-                step "profile-$family-$shape" 200 ncu --launch-skip 5 --launch-count 1 \
-                    --kernel-name regex:k_cluster --print-details all --section LaunchStats \
-                    --section Occupancy --section SpeedOfLight --section SchedulerStats \
-                    --section WarpStateStats --section InstructionStats \
-                    --section MemoryWorkloadAnalysis dsatopk-audit bench --backends bitonic \
-                    --families "$family" --shapes "$shape" --format none --out /tmp/profile.json
+                name="profile-$family-${shape/:/-k}"
+                step "$name" 200 ncu --launch-skip 5 --launch-count 1 --kernel-name regex:k_cluster \
+                    --section LaunchStats --section Occupancy --section SpeedOfLight \
+                    --section SchedulerStats --section WarpStateStats --section InstructionStats \
+                    --section MemoryWorkloadAnalysis --section SourceCounters --import-source yes \
+                    -f -o "/tmp/$name" dsatopk-audit bench --backends bitonic --families "$family" \
+                    --shapes "$shape" --format none --out /tmp/profile.json
+                step "$name-details" 60 ncu --import "/tmp/$name.ncu-rep" --print-details all
+                step "$name-source" 60 bash -c "ncu --import '/tmp/$name.ncu-rep' --page source \
+                    --csv --print-source sass >'$OUT/$name-source.csv'"
             done
         done
         ;;
