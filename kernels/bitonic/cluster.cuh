@@ -75,6 +75,7 @@ static __device__ __forceinline__ void cluster_init(uint32_t parts, tree_shared 
         exchange.row_low[0] = BITONIC_NO_BIN;
         exchange.claimed = 0;
         exchange.own = 0;
+        exchange.gathered_low = 0xFFFFFFFFu;
         shared.overflow_count = 0; /* the output stage's (tree_bucket_place) */
         shared.overflow_bucket = 0;
     }
@@ -555,10 +556,28 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
     /* Output, by the leader: the output stage's bucket map (bucket_of). Every gathered key is
      * at least `prefix` (keys above the tie key, or matching the prefix or above) and a
      * candidate, so within level 0's lowest and highest non-empty bins: taken from level 0, the
-     * map needs no pass measuring the selection's range. (This step stays in the kernel: as a
-     * function of its own, the output stage's call inside it changes the kernel's code.) */
+     * map needs no pass measuring the selection's range, except above ties of +0.0 (below).
+     * (This step stays in the kernel: as a function of its own, the output stage's call inside
+     * it changes the kernel's code.) */
     const uint32_t low_bin = exchange.row_low[0] == BITONIC_NO_BIN ? 0u : exchange.row_low[0];
-    const uint32_t low_key = prefix > (low_bin << 21) ? prefix : low_bin << 21;
+    uint32_t low_key = prefix > (low_bin << 21) ? prefix : low_bin << 21;
+    if (!whole && prefix == CLUSTER_ZERO_KEY && gathered > 0) {
+        /* The ties are +0.0 (a ReLU plateau), written by the CTAs; the gathered keys are the
+         * positives, whose least is many exponents above +0.0: a map from +0.0 would crowd
+         * them into a few hundred buckets (each entry's bucket scan is the stage's largest
+         * part). Their least key, one pass over them, starts the map instead. */
+        uint32_t least = 0xFFFFFFFFu;
+#pragma unroll 1
+        for (uint32_t e = threadIdx.x; e < gathered; e += TREE_THREADS) {
+            const uint32_t key_e = (uint32_t)(selection[e] >> 32);
+            least = key_e < least ? key_e : least;
+        }
+        least = __reduce_min_sync(0xFFFFFFFFu, least);
+        if ((threadIdx.x & 31u) == 0)
+            atomicMin(&exchange.gathered_low, least);
+        __syncthreads();
+        low_key = exchange.gathered_low;
+    }
     const uint32_t high_key = (exchange.row_high[0] << 21) | 0x1FFFFFu;
     const bucket_map map =
         bucket_map_of((uint64_t)low_key << 32, ((uint64_t)high_key << 32) | 0xFFFFFFFFu);

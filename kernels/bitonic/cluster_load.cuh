@@ -38,6 +38,7 @@ struct cluster_exchange {
     uint32_t ties_before;
     uint32_t claimed; /* the leader's: gather slots claimed so far, by every CTA's warps */
     uint32_t own;     /* the leader's: how many of them its own warps claimed */
+    uint32_t gathered_low; /* the leader's: the least key gathered above a tie key of +0.0 */
     uint32_t trash; /* level 0's increments of non-candidates (shared_add_or_trash); never read */
 };
 
