@@ -196,8 +196,9 @@ for s in $steps; do
         # Nsight Compute over one bitonic launch (the sixth) for each PROFILE_FAMILIES x
         # PROFILE_SHAPES: the issue rate, warp states and stall reasons, instruction mix,
         # occupancy and throughputs in logs.txt, and the instructions executed and stall samples
-        # per SASS instruction in profile-FAMILY-BxL-kK-source.csv. ncu locks the clocks at base
-        # and flushes the caches: its durations are for proportions, bench's table is the speed.
+        # per SASS instruction in profile-FAMILY-BxL-kK-source.csv (per source line here:
+        # PROFILE_CSV=that NVDISASM=... scripts/kernel-codesize.sh KERNEL). ncu locks the clocks
+        # at base and flushes the caches: its durations are proportions, bench's table the speed.
         for family in ${PROFILE_FAMILIES:-relu random}; do
             for shape in ${PROFILE_SHAPES:-4096x8192:2048 4096x8192:512}; do
                 name="profile-$family-${shape/:/-k}"

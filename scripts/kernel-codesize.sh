@@ -4,7 +4,9 @@
 # NVDISASM=path/to/nvdisasm the instructions of one kernel per source function and line
 # (nvdisasm is not in Debian's CUDA packages; the pip wheel nvidia-cuda-nvdisasm has it). Why:
 # the cluster kernel's code runs once per CTA, so it is fetched cold, and instruction fetch is
-# its largest stall.
+# its largest stall. With PROFILE_CSV=profile-...-source.csv (scripts/device-check.sh profile,
+# the same sources) each instruction counts as often as warps executed it, beside its stall
+# samples (scripts/sass-lines.py).
 # Usage: scripts/kernel-codesize.sh [KERNEL_SYMBOL [-- NVCC_ARGS...]]
 #   e.g. NVDISASM=/tmp/nvdisasm scripts/kernel-codesize.sh \
 #            _Z14k_cluster_topkILj64ELj0EEv12topk_problemjj
@@ -29,47 +31,4 @@ for line in out.splitlines():
 PY
 [ -n "$kernel" ] && [ -n "${NVDISASM:-}" ] || exit 0
 "$NVDISASM" -g "$work/bitonic.cubin" >"$work/all.sass"
-python3 - "$work/all.sass" "$kernel" <<'PY'
-import collections, re, sys
-sass = open(sys.argv[1]).read()
-start = sass.index(".text.%s:" % sys.argv[2])
-end = sass.find("//---------------------", start + 10)
-sources, starts = {}, {}
-def source_of(path):
-    """The lines of a kernels/ file named by the line info (by its path below kernels/)."""
-    if path not in sources:
-        below = path.split("kernels/")[-1]
-        try:
-            sources[path] = open("kernels/" + below).read().split("\n")
-        except OSError:
-            sources[path] = []
-        starts[path] = [(i, m.group(1)) for i, l in enumerate(sources[path], 1)
-                        if re.match(r"static (__device__|__global__)|^k_\w+\(", l)
-                        for m in [re.search(r"(\w+)\(", l)] if m]
-    return sources[path]
-def function_of(path, line):
-    source_of(path)
-    best = "?"
-    for first, name in starts[path]:
-        if first <= line:
-            best = name
-    return best
-where, functions, lines = None, collections.Counter(), collections.Counter()
-for text in sass[start:end].split("\n"):
-    m = re.search(r'//## File "([^"]+)", line (\d+)', text)
-    if m:
-        where = (m.group(1), int(m.group(2)))
-    elif re.search(r"/\*[0-9a-f]{4,}\*/", text):
-        if where and "kernels/" in where[0] and source_of(where[0]):
-            functions[function_of(where[0], where[1])] += 1
-            lines[where] += 1
-        else:
-            functions[where[0].split("/")[-1] if where else "?"] += 1
-print(f"{sum(functions.values())} instructions in {sys.argv[2]}")
-for name, count in functions.most_common(20):
-    print(f"{count:7d}  {name}")
-print("lines with the most instructions:")
-for (path, line), count in lines.most_common(20):
-    name = path.split("kernels/")[-1]
-    print(f"{count:7d}  {name}:{line}  {source_of(path)[line - 1].strip()[:70]}")
-PY
+python3 scripts/sass-lines.py "$work/all.sass" "$kernel" ${PROFILE_CSV:+--profile "$PROFILE_CSV"}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The measurement scripts on the standing bench document (docs/bench/h200.json):
 # scripts/perf-targets.py's verdicts (targets met and not, exit status, bad input) and
-# scripts/bench_json.py merge (results of every part, an existing output left alone).
+# scripts/bench_json.py merge (results of every part, an existing output left alone); then
+# scripts/sass-lines.py on a small listing and profile (counts per line, weights, another build).
 . "$(dirname "$0")/lib.sh"
 H200=docs/bench/h200.json
 TARGETS=(python3 scripts/perf-targets.py)
@@ -53,5 +54,42 @@ expect_exit 1 "bench_json merge: refuses an existing output" -- python3 scripts/
     "$TMP/merged.json" "$H200"
 cmp -s "$TMP/merged.json" "$TMP/merged.before" && pass "bench_json merge: existing output intact" ||
     fail "bench_json merge: existing output changed"
+
+# sass-lines.py: a listing of two kernels (nvdisasm -g's shape) and ncu's SASS source page.
+cat >"$TMP/k.sass" <<'SASS'
+	.section	.text._Z1kv,"ax",@progbits
+.text._Z1kv:
+	//## File "/src/kernels/bitonic/cluster.cuh", line 59
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/               @P0 BRA `(.L_x_1) ;
+	//## File "/src/kernels/bitonic/output.cuh", line 34
+        /*0020*/                   IMAD R2, R3, R4, RZ ;
+	.section	.text._Z5otherv,"ax",@progbits
+.text._Z5otherv:
+        /*0000*/                   EXIT ;
+SASS
+cat >"$TMP/k.csv" <<'CSV'
+"Kernel Name","void k()",
+"Address","Source","Warp Stall Sampling (All Samples)","Instructions Executed"
+"0x7f0000001000","      LDC R1, c[0x0][0x28]","10","100"
+"0x7f0000001010","  @P0 BRA `(.L_x_1)","0","300"
+"0x7f0000001020","      IMAD R2, R3, R4, RZ","30","600"
+CSV
+LINES=(python3 scripts/sass-lines.py "$TMP/k.sass" _Z1kv)
+expect_exit 0 "sass-lines: static counts" -- "${LINES[@]}"
+expect_grep '^3 instructions in _Z1kv$' "$TMP/out" "sass-lines: the kernel's instructions alone"
+expect_grep '^ +2  66\.7%  bitonic/cluster\.cuh:59 ' "$TMP/out" "sass-lines: instructions per line"
+expect_exit 0 "sass-lines: weighted by a profile" -- "${LINES[@]}" --profile "$TMP/k.csv"
+expect_grep '^1000 warp instructions executed in _Z1kv$' "$TMP/out" "sass-lines: executed in all"
+expect_grep '^ +600  60\.0%  75\.0%  bitonic/output\.cuh:34 ' "$TMP/out" \
+    "sass-lines: executed and stall share per line"
+sed 's/IMAD R2/IADD3 R2/' "$TMP/k.csv" >"$TMP/other.csv"
+expect_exit 2 "sass-lines: a profile of another build" -- "${LINES[@]}" --profile "$TMP/other.csv"
+expect_grep "offset 0x20 holds 'IADD3 .*another build" "$TMP/err" "sass-lines: names the offset"
+expect_exit 2 "sass-lines: a kernel not in the listing" -- python3 scripts/sass-lines.py \
+    "$TMP/k.sass" _Z4nonev
+tail -n +3 "$TMP/k.csv" >"$TMP/headless.csv"
+expect_exit 2 "sass-lines: a CSV without ncu's header" -- "${LINES[@]}" --profile "$TMP/headless.csv"
+expect_grep "no 'Address','Source' header" "$TMP/err" "sass-lines: says which header it wants"
 
 finish
