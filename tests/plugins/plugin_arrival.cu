@@ -50,12 +50,6 @@ static __global__ void __launch_bounds__(ARRIVAL_THREADS)
         simple_write(p, b, j, -1);
 }
 
-static int arrival_supports(const dsatopk_plugin_device *device,
-                            const dsatopk_plugin_shape *shape, char *reason, size_t reason_bytes)
-{
-    return simple_supports(device, shape, reason, reason_bytes);
-}
-
 static int arrival_launch(const dsatopk_plugin_problem *problem, const dsatopk_plugin_device *,
                           void *stream, char *error, size_t error_bytes)
 {
@@ -81,7 +75,7 @@ static const dsatopk_plugin arrival_plugin = {
     0,
     0,
     "test plugin only",
-    arrival_supports,
+    simple_supports,
     nullptr,
     arrival_launch,
 };

@@ -10,12 +10,6 @@
 #include "plugin.h"
 #include "simple_topk.cuh"
 
-static int free_supports(const dsatopk_plugin_device *device, const dsatopk_plugin_shape *shape,
-                         char *reason, size_t reason_bytes)
-{
-    return simple_supports(device, shape, reason, reason_bytes);
-}
-
 static uint64_t free_scratch_bytes(const dsatopk_plugin_device *, const dsatopk_plugin_shape *)
 {
     return 4096;
@@ -41,7 +35,7 @@ static const dsatopk_plugin free_plugin = {
     0, /* canonical_order */
     1, /* index_ascending */
     "test plugin only",
-    free_supports,
+    simple_supports,
     free_scratch_bytes,
     free_launch,
 };

@@ -5,12 +5,6 @@
 #include "plugin.h"
 #include "simple_topk.cuh"
 
-static int wrong_supports(const dsatopk_plugin_device *device, const dsatopk_plugin_shape *shape,
-                          char *reason, size_t reason_bytes)
-{
-    return simple_supports(device, shape, reason, reason_bytes);
-}
-
 static int wrong_launch(const dsatopk_plugin_problem *problem, const dsatopk_plugin_device *,
                         void *stream, char *error, size_t error_bytes)
 {
@@ -24,7 +18,7 @@ static const dsatopk_plugin wrong_plugin = {
     "run_to_run",
     1, 1, 0, 1,
     "test plugin only",
-    wrong_supports,
+    simple_supports,
     nullptr, /* no scratch */
     wrong_launch,
 };
