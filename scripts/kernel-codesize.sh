@@ -9,7 +9,7 @@
 # samples (scripts/sass-lines.py).
 # Usage: scripts/kernel-codesize.sh [KERNEL_SYMBOL [-- NVCC_ARGS...]]
 #   e.g. NVDISASM=/tmp/nvdisasm scripts/kernel-codesize.sh \
-#            _Z14k_cluster_topkILj64ELj0EEv12topk_problemjj
+#            _Z14k_cluster_topkILj64ELj0ELb0EEv12topk_problemjj
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kernel=${1:-}

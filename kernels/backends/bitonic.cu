@@ -87,34 +87,52 @@ static int tree_launch(const struct topk_problem *problem, const struct bitonic_
     return 0;
 }
 
-/* Launches the cluster kernel; returns 1 (launching nothing) when no cluster of that size fits
- * on the device (the caller runs the tree path), 0 when launched. */
-template <uint32_t ITEMS, uint32_t SHARED_ITEMS>
+/* Launches the cluster kernel, or its one-CTA instance (ONE) as a plain grid of one CTA per row;
+ * returns 1 (launching nothing) when no cluster of that size fits on the device (the caller runs
+ * the tree path), 0 when launched. */
+template <uint32_t ITEMS, uint32_t SHARED_ITEMS, bool ONE>
 static int cluster_launch_items(const struct topk_problem *problem,
                                 const struct bitonic_cluster_plan *plan, cudaStream_t stream,
                                 struct audit_error *err)
 {
-    CUDA_TRY(cudaFuncSetAttribute(k_cluster_topk<ITEMS, SHARED_ITEMS>,
+    CUDA_TRY(cudaFuncSetAttribute(k_cluster_topk<ITEMS, SHARED_ITEMS, ONE>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)plan->smem),
              err);
     if (plan->parts > CLUSTER_PORTABLE_PARTS)
-        CUDA_TRY(cudaFuncSetAttribute(k_cluster_topk<ITEMS, SHARED_ITEMS>,
+        CUDA_TRY(cudaFuncSetAttribute(k_cluster_topk<ITEMS, SHARED_ITEMS, ONE>,
                                       cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                  err);
     cudaLaunchAttribute attribute;
-    const cudaLaunchConfig_t config = cluster_launch_config(
-        problem->shape.rows, plan->parts, TREE_THREADS, plan->smem, stream, &attribute);
-    int clusters = 0;
-    CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, k_cluster_topk<ITEMS, SHARED_ITEMS>,
-                                             &config),
-             err);
-    if (clusters < 1)
-        return 1;
-    CUDA_TRY(cudaLaunchKernelEx(&config, k_cluster_topk<ITEMS, SHARED_ITEMS>, *problem,
+    cudaLaunchConfig_t config = cluster_launch_config(problem->shape.rows, plan->parts,
+                                                      TREE_THREADS, plan->smem, stream, &attribute);
+    if (ONE) {
+        config.numAttrs = 0; /* one CTA a row fits wherever the plan's shared memory does */
+    } else {
+        int clusters = 0;
+        CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, k_cluster_topk<ITEMS, SHARED_ITEMS, ONE>,
+                                                 &config),
+                 err);
+        if (clusters < 1)
+            return 1;
+    }
+    CUDA_TRY(cudaLaunchKernelEx(&config, k_cluster_topk<ITEMS, SHARED_ITEMS, ONE>, *problem,
                                 plan->capacity, plan->staged),
              err);
     CUDA_TRY(cudaGetLastError(), err);
     return 0;
+}
+
+/* The cut's kernel: the one-CTA instance for rows of one part where it exists. */
+template <uint32_t ITEMS, uint32_t SHARED_ITEMS>
+static int cluster_launch_cut(const struct topk_problem *problem,
+                              const struct bitonic_cluster_plan *plan, cudaStream_t stream,
+                              struct audit_error *err)
+{
+    if constexpr (cluster_one_kernel(ITEMS + SHARED_ITEMS)) {
+        if (plan->parts == 1)
+            return cluster_launch_items<ITEMS, SHARED_ITEMS, true>(problem, plan, stream, err);
+    }
+    return cluster_launch_items<ITEMS, SHARED_ITEMS, false>(problem, plan, stream, err);
 }
 
 static int cluster_launch(const struct topk_problem *problem,
@@ -122,12 +140,12 @@ static int cluster_launch(const struct topk_problem *problem,
                           struct audit_error *err)
 {
     if (plan->items == TREE_ITEMS)
-        return cluster_launch_items<TREE_ITEMS, 0>(problem, plan, stream, err);
+        return cluster_launch_cut<TREE_ITEMS, 0>(problem, plan, stream, err);
     if (plan->items == 2 * TREE_ITEMS)
-        return cluster_launch_items<2 * TREE_ITEMS, 0>(problem, plan, stream, err);
+        return cluster_launch_cut<2 * TREE_ITEMS, 0>(problem, plan, stream, err);
     if (plan->items == 4 * TREE_ITEMS)
-        return cluster_launch_items<4 * TREE_ITEMS, 0>(problem, plan, stream, err);
-    return cluster_launch_items<4 * TREE_ITEMS, 4 * TREE_ITEMS>(problem, plan, stream, err);
+        return cluster_launch_cut<4 * TREE_ITEMS, 0>(problem, plan, stream, err);
+    return cluster_launch_cut<4 * TREE_ITEMS, 4 * TREE_ITEMS>(problem, plan, stream, err);
 }
 
 static int one_cta_launch(const struct topk_problem *problem,

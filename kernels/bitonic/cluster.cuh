@@ -6,7 +6,8 @@
  * 16, 32 or 64 keys per thread, or 65536 with 128, half of them in shared memory; chosen by
  * cluster_plan_of), launched together by the hardware
  * and able to read each other's shared memory. One kernel, no scratch, no memset, and the row is
- * read from memory once:
+ * read from memory once (rows of one slice: the kernel's one-CTA instance where it is built,
+ * cluster_of_one and CLUSTER_ONE_KERNELS, launched without clusters):
  *
  *   level 0  every CTA histograms the top 11 bits of its slice's 32-bit order keys (registers)
  *            and sums it into 64 super-bins; after the cluster barrier one warp of each CTA
@@ -188,9 +189,9 @@ static __device__ __forceinline__ void cluster_flag_whole(Key key, uint32_t pref
  * (lower indices) leave, from their histogram counts of the tie key. The state comes by
  * reference as the kernel holds it: the kernel's code is the same as with this step written
  * inline. Every thread must call it. */
-template <uint32_t TOTAL, typename Key>
+template <uint32_t TOTAL, typename Key, typename Cluster>
 static __device__ __forceinline__ void cluster_write_ties(
-    const struct topk_problem &problem, const cg::cluster_group &cluster, uint32_t row,
+    const struct topk_problem &problem, const Cluster &cluster, uint32_t row,
     uint32_t part, uint32_t first, uint32_t k, Key key, const uint32_t &tie_bin,
     const uint32_t &prefix, const uint32_t &remaining, uint32_t *&histogram, uint64_t *second,
     tree_shared &shared, cluster_exchange &exchange, uint32_t &parity,
@@ -263,8 +264,8 @@ static __device__ __forceinline__ void cluster_write_ties(
  * the order of the buffer depends on arrival; its content does not, and the output stage ranks
  * it by value (unique composites), so the output does not either. Slots by a block scan and a
  * count exchange would cost a CTA barrier and a cluster barrier. */
-template <uint32_t TOTAL>
-static __device__ __forceinline__ uint32_t cluster_claim_slots(const cg::cluster_group &cluster,
+template <uint32_t TOTAL, typename Cluster>
+static __device__ __forceinline__ uint32_t cluster_claim_slots(const Cluster &cluster,
                                                                uint32_t part,
                                                                const cluster_flags<TOTAL> &flags,
                                                                cluster_exchange &exchange)
@@ -273,8 +274,8 @@ static __device__ __forceinline__ uint32_t cluster_claim_slots(const cg::cluster
     uint32_t base = 0;
     if ((threadIdx.x & 31u) == 31) {
         base = atomicAdd(cluster.map_shared_rank(&exchange.claimed, 0), inclusive);
-        if (part == 0)
-            atomicAdd(&exchange.own, inclusive);
+        if (part == 0 && cluster.num_blocks() >= CLUSTER_ASYNC_GATHER_PARTS)
+            atomicAdd(&exchange.own, inclusive); /* read by the asynchronous gather only */
     }
     return __shfl_sync(0xFFFFFFFFu, base, 31) + inclusive - count;
 }
@@ -335,8 +336,9 @@ static __device__ __forceinline__ void cluster_for_each_selected(
 }
 
 /* ITEMS keys per thread in registers, SHARED_ITEMS more in shared memory (after the two
- * composite buffers; cluster_load_shared). */
-template <uint32_t ITEMS, uint32_t SHARED_ITEMS>
+ * composite buffers; cluster_load_shared). ONE: every row is one CTA (cluster_of_one), launched
+ * without clusters for plans of one part (cluster_one_kernel). */
+template <uint32_t ITEMS, uint32_t SHARED_ITEMS, bool ONE>
 static __global__ void __launch_bounds__(TREE_THREADS, ITEMS == 16 ? 2 : 1)
 k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const uint32_t staged)
 {
@@ -344,7 +346,8 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
     extern __shared__ uint64_t cluster_buffers[];
     __shared__ __align__(16) tree_shared shared;
     __shared__ cluster_exchange exchange;
-    const cg::cluster_group cluster = cg::this_cluster();
+    typedef typename std::conditional<ONE, cluster_of_one, cg::cluster_group>::type Cluster;
+    const Cluster cluster = this_cluster_as<Cluster>();
     const uint32_t parts = cluster.num_blocks(), part = cluster.block_rank();
     const uint32_t row = blockIdx.x / parts;
     const uint32_t k = problem.shape.k;
@@ -407,11 +410,12 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
      * inside it change the kernel's code (the compiler optimises a callee before inlining it).
      * A one-CTA row whose k-th largest is in the bin of +0.0 first checks whether the bin is
      * +0.0 alone (a ReLU plateau): then the bin's count at level 0 is the ties' (tie_bin in
-     * even_histogram), with no level-1 pass, barrier and pick. Only kernels of at most
-     * CLUSTER_PLATEAU_ITEMS keys a thread have the check: its code costs every shape that never
-     * takes it (docs/PERF.md "Against the targets"). */
+     * even_histogram), with no level-1 pass, barrier and pick. Only the kernels that run one-CTA
+     * rows of at most CLUSTER_PLATEAU_ITEMS keys a thread have the check (the one-CTA kernel where
+     * there is one, cluster_one_kernel): its code costs every shape that never takes it
+     * (docs/PERF.md "Against the targets"). */
     bool plateau = false;
-    if constexpr (TOTAL <= CLUSTER_PLATEAU_ITEMS)
+    if constexpr ((ONE || !cluster_one_kernel(TOTAL)) && TOTAL <= CLUSTER_PLATEAU_ITEMS)
         plateau = !whole && parts == 1 && prefix == CLUSTER_ZERO_KEY &&
                   cluster_bin_is_one_key<TOTAL>(key, mask, prefix);
     if (plateau) {

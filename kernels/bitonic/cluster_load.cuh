@@ -15,6 +15,40 @@
 
 namespace cg = cooperative_groups;
 
+/* A row of one slice as a cluster of one CTA, with cg::cluster_group's face: its distributed
+ * shared memory is its own (map_shared_rank is the pointer itself: shared-memory loads, stores
+ * and atomics instead of generic ones through mapa) and its barrier the CTA's. The cluster
+ * kernel instantiated with it (k_cluster_topk, ONE) has the cluster's size as a constant, so the
+ * code of larger clusters (super-bins, remote picks, the asynchronous gather) is not in it, and
+ * the code only one-CTA rows take (the plateau check) is not in the kernels of larger ones. */
+struct cluster_of_one {
+    static __device__ __forceinline__ uint32_t num_blocks() { return 1u; }
+    static __device__ __forceinline__ uint32_t block_rank() { return 0u; }
+    static __device__ __forceinline__ void sync() { __syncthreads(); }
+    template <typename T>
+    static __device__ __forceinline__ T *map_shared_rank(T *address, uint32_t)
+    {
+        return address;
+    }
+};
+
+/* Whether rows of one CTA of `items` keys per thread (registers and shared memory) run the
+ * kernel of their own (CLUSTER_ONE_KERNELS). */
+static constexpr bool cluster_one_kernel(uint32_t items)
+{
+    return (CLUSTER_ONE_KERNELS & (items / 16u)) != 0;
+}
+
+/* The calling CTA's cluster as `Cluster`: cg::cluster_group or cluster_of_one. */
+template <typename Cluster>
+static __device__ __forceinline__ Cluster this_cluster_as()
+{
+    if constexpr (std::is_same<Cluster, cluster_of_one>::value)
+        return cluster_of_one();
+    else
+        return cg::this_cluster();
+}
+
 #define CLUSTER_MAX_PARTS 16u /* CTAs per cluster: non-portable above 8 on sm_90 */
 #define CLUSTER_PORTABLE_PARTS 8u
 /* Bins per super-bin of a level's pick (cluster_summarize): 64 super-bins of 2048 bins, so that

@@ -65,7 +65,8 @@ static __device__ __forceinline__ void cluster_summarize(const uint32_t *histogr
  * count of this thread's bins (counts[j] is bin bins - 1 - per * threadIdx.x - j, per =
  * bins / 512), the sum of every CTA's `histogram` read directly (parts x 8 KiB into each SM,
  * in one round trip where the super-bins take two). */
-static __device__ __forceinline__ void cluster_row_bins(const cg::cluster_group &cluster,
+template <typename Cluster>
+static __device__ __forceinline__ void cluster_row_bins(const Cluster &cluster,
                                                         const uint32_t *histogram, uint32_t parts,
                                                         uint32_t bins, uint32_t (&counts)[4])
 {
@@ -103,7 +104,8 @@ static __device__ __forceinline__ void cluster_row_bins(const cg::cluster_group 
  * ones: every thread reads its bins from every CTA (cluster_row_bins) and a block scan finds the
  * bin (the super-bins' two round trips and their summary cost more than reading 8 or 16 KiB).
  * Every thread must call it. */
-static __device__ uint32_t cluster_level_pick(const cg::cluster_group &cluster,
+template <typename Cluster>
+static __device__ uint32_t cluster_level_pick(const Cluster &cluster,
                                               const uint32_t *histogram,
                                               const uint32_t *super_bins, uint32_t parts,
                                               uint32_t bins, uint32_t remaining, int bound,
@@ -215,7 +217,8 @@ static __device__ uint32_t cluster_level_pick(const cg::cluster_group &cluster,
  * cluster barrier's release is a GPU-scope memory barrier in SASS (MEMBAR.ALL.GPU before the
  * arrive), about 0.5 us each where a CTA barrier costs a few dozen cycles, and with one CTA no
  * other CTA reads what it wrote. Every thread must call it. */
-static __device__ __forceinline__ void cluster_barrier(const cg::cluster_group &cluster,
+template <typename Cluster>
+static __device__ __forceinline__ void cluster_barrier(const Cluster &cluster,
                                                        uint32_t parts)
 {
     if (parts == 1)

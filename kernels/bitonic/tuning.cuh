@@ -64,6 +64,16 @@
 #define CLUSTER_PLATEAU_ITEMS 32u
 #endif
 
+/* Rows of one CTA (plans of one part) run a kernel of their own (k_cluster_topk ONE: the
+ * cluster's size a constant, shared-memory instead of distributed accesses, no cluster launch)
+ * for the keys per thread in this mask of (keys per thread) / 16: 1 for 16, 2 for 32, 4 for 64,
+ * 8 for 128. With 16 and 64 (rows of 8192, and of 32768 on many rows) it took 0.95-0.99x and
+ * 0.93-0.95x of the general kernel's time; with 32 and 128 1.07-1.09x (rows of 16384 and 65536
+ * on many rows, docs/PERF.md). 0 runs every row in the general kernel. */
+#ifndef CLUSTER_ONE_KERNELS
+#define CLUSTER_ONE_KERNELS 5u
+#endif
+
 /* The bulk load of a slice (cluster_bulk_load): chunks of 8 keys per thread (16 KiB), each
  * counted on its own mbarrier, so that the first is counted while the others arrive. */
 #ifndef CLUSTER_BULK_CHUNK_ITEMS
