@@ -57,12 +57,14 @@
 static __device__ __forceinline__ void cluster_init(uint32_t parts, tree_shared &shared,
                                                     cluster_exchange &exchange)
 {
-    for (uint32_t i = threadIdx.x; i < BITONIC_BINS; i += TREE_THREADS) {
-        shared.histogram[i] = 0;
-        shared.sub_sizes[i] = 0;
-        shared.bucket_start[i] = 0;
-        shared.sub_start[i] = 0;
-    }
+    /* One 16-byte store a thread and array: as a loop from threadIdx.x, whose trip count ptxas
+     * cannot know, it was about 60 instructions a thread, 5% of a row of 8192's. */
+    static_assert(BITONIC_BINS == 4 * TREE_THREADS, "four bins a thread");
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    reinterpret_cast<uint4 *>(shared.histogram)[threadIdx.x] = zero;
+    reinterpret_cast<uint4 *>(shared.sub_sizes)[threadIdx.x] = zero;
+    reinterpret_cast<uint4 *>(shared.bucket_start)[threadIdx.x] = zero;
+    reinterpret_cast<uint4 *>(shared.sub_start)[threadIdx.x] = zero;
     if (threadIdx.x == 0) {
         /* Made visible to the cluster by the fence and the first cluster barrier, long before
          * any remote store signals it. */
@@ -544,6 +546,21 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
             mbarrier_expect_bytes(barrier, 8u * (gathered - exchange.own));
         mbarrier_wait(barrier, 0);
         __syncthreads(); /* the leader's own entries too */
+    } else if (ONE && !bulk && SHARED_ITEMS == 0) {
+        /* A row of one CTA, keys in registers: each item's store predicated on its flag, at
+         * an address kept in a register, so that the unrolled loop has no branch (a store under
+         * a branch cost ten instructions an item: its reconvergence and the shared window's base
+         * rebuilt; this is six). */
+        const uint32_t base = shared_address(selection);
+#pragma unroll
+        for (uint32_t i = 0; i < TOTAL; i++) {
+            const uint32_t take = flags.test(i) ? 1u : 0u;
+            const uint32_t element = (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
+            shared_store_u64_if(base + 8u * slot, make_composite(key(i), first + element),
+                                take);
+            slot += take;
+        }
+        __syncthreads();
     } else {
         /* Plain remote stores and a cluster barrier: faster where each CTA sends many. */
         uint64_t *leader_selection = cluster.map_shared_rank(selection, 0);

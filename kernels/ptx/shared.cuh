@@ -1,4 +1,4 @@
-/* Shared-memory addresses and a predicated shared-memory reduction, in PTX (any sm_70+). */
+/* Shared-memory addresses, a predicated shared-memory store and reduction, in PTX (any sm_70+). */
 #ifndef DSATOPK_PTX_SHARED_CUH
 #define DSATOPK_PTX_SHARED_CUH
 
@@ -8,6 +8,20 @@
 static __device__ __forceinline__ uint32_t shared_address(const void *pointer)
 {
     return (uint32_t)__cvta_generic_to_shared(pointer);
+}
+
+/* An 8-byte store to a shared-memory address (shared_address) where `take`, as one predicated
+ * store: the address stays the register it is given, where a store through a pointer into
+ * dynamic shared memory under an `if` has ptxas rebuild the shared window's base (S2UR of the
+ * CTA's rank in the cluster and three uniform instructions) and branch around it, item by item
+ * of an unrolled loop. */
+static __device__ __forceinline__ void shared_store_u64_if(uint32_t address, uint64_t value,
+                                                           bool take)
+{
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t"
+                 "@p st.shared.u64 [%0], %1;\n\t}" ::"r"(address),
+                 "l"(value), "r"((uint32_t)take)
+                 : "memory");
 }
 
 /* Adds one to a shared-memory counter where `take`, as one predicated reduction: for the
