@@ -203,33 +203,37 @@ static __device__ __forceinline__ void cluster_write_ties(
     cluster_sum_before(part, &exchange.ties_before, [&](uint32_t c) {
         return cluster.map_shared_rank(histogram, c)[tie_bin];
     });
-    /* Index order is group-major (element g * 2048 + 4t + j): the ties are ranked by block
-     * scans of two groups at a time, packed in 16-bit halves (a group holds at most 2048).
-     * The first scan's barrier also publishes ties_before, so the CTA's quota is known
-     * after it; each pair is flagged right after its scan (no per-group arrays). */
+    /* Index order is group-major (cluster_item_element): the ties are ranked by block scans of
+     * two groups at a time, their counts packed in 16-bit halves (a group holds at most 2048).
+     * The first scan's barrier also publishes ties_before, so the CTA's quota is known after
+     * it; once the ties ranked reach it, the later groups' rank past it: their keys are only
+     * flagged (on a ReLU plateau the quota is reached in the first groups). */
     uint32_t running = 0, quota = 0, before = 0;
+    bool ranked = false; /* the CTA's quota of ties is staged */
     gathered = k - remaining; /* the keys above the tie key; the ties are written here */
     /* The CTA's quota of ties by rank, as slice elements: the leader's second buffer, which
      * no gather reaches on this path (it gathers at most k entries; 2 * capacity words >= k >=
      * quota). */
     uint32_t *const tie_stage = reinterpret_cast<uint32_t *>(second);
+    const uint32_t stage = shared_address(tie_stage);
 #pragma unroll
     for (uint32_t g = 0; g < TOTAL / 4; g += 2) {
-        uint32_t pair_counts = 0;
+        /* Above a tie key above CLUSTER_NO_KEY (any but a -NaN's), `key > prefix` alone
+         * excludes the non-candidates; below it, they are cleared after the loop. */
+        uint32_t pair = 0; /* the ties among items 4g .. 4g + 7, as bits 0-7 */
 #pragma unroll
         for (uint32_t j = 0; j < 8; j++) {
-            const uint32_t i = 4 * g + j;
-            const uint32_t k_i = key(i);
-            if (k_i != CLUSTER_NO_KEY) {
-                if (k_i > prefix)
-                    flags.set(i);
-                else if (k_i == prefix)
-                    pair_counts += j < 4 ? 1u : 1u << 16;
-            }
+            const uint32_t k_i = key(4 * g + j);
+            if (k_i > prefix)
+                flags.set(4 * g + j);
+            pair |= (k_i == prefix ? 1u : 0u) << j;
         }
+        if (ranked)
+            continue; /* uniform */
         uint32_t pair_total;
-        const uint32_t exclusive =
-            block_exclusive_sum_of<TREE_WARPS>(pair_counts, shared.scan, parity, pair_total);
+        const uint32_t exclusive = block_exclusive_sum_of<TREE_WARPS>(
+            (uint32_t)__popc(pair & 0xFu) | (uint32_t)__popc(pair >> 4) << 16, shared.scan,
+            parity, pair_total);
         if (g == 0) {
             before = exchange.ties_before;
             quota = remaining > before ? (remaining - before < mine ? remaining - before : mine)
@@ -238,16 +242,23 @@ static __device__ __forceinline__ void cluster_write_ties(
         uint32_t rank = running + (exclusive & 0xFFFFu);
 #pragma unroll
         for (uint32_t j = 0; j < 8; j++) {
-            const uint32_t i = 4 * g + j;
             if (j == 4)
                 rank = running + (pair_total & 0xFFFFu) + (exclusive >> 16);
-            /* prefix is a candidate's key, never CLUSTER_NO_KEY */
-            const bool tie = key(i) == prefix;
-            if (tie && rank < quota)
-                tie_stage[rank] = (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
-            rank += tie ? 1u : 0u;
+            const uint32_t tie = (pair >> j) & 1u;
+            /* Predicated, at an address in a register: no branch per item. */
+            shared_store_u32_if(stage + 4u * rank, cluster_item_element(4 * g + j),
+                                tie && rank < quota);
+            rank += tie;
         }
         running += (pair_total & 0xFFFFu) + (pair_total >> 16);
+        ranked = running >= quota;
+    }
+    if (prefix < CLUSTER_NO_KEY) {
+#pragma unroll
+        for (uint32_t i = 0; i < TOTAL; i++) {
+            if (key(i) == CLUSTER_NO_KEY)
+                flags.clear(i);
+        }
     }
     /* The ties' output positions are known: after the k - remaining keys above the tie key,
      * at their rank among the row's ties in index order. Written here, they are not
@@ -301,7 +312,7 @@ static __device__ __forceinline__ void cluster_for_each_selected(
             while (bits) {
                 const uint32_t i = w * flags.BITS + (uint32_t)__ffsll((long long)bits) - 1;
                 bits &= bits - 1;
-                const uint32_t element = (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
+                const uint32_t element = cluster_item_element(i);
                 emit(element, order_key_bits(shared_keys[element]));
             }
         }
@@ -315,7 +326,7 @@ static __device__ __forceinline__ void cluster_for_each_selected(
 #pragma unroll
         for (uint32_t i = 0; i < ITEMS; i++) {
             if (flags.test(i))
-                emit((i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4), key(i));
+                emit(cluster_item_element(i), key(i));
         }
 #pragma unroll
         for (uint32_t w = ITEMS / 64; w < sizeof(flags.words) / sizeof(flags.words[0]); w++) {
@@ -324,7 +335,7 @@ static __device__ __forceinline__ void cluster_for_each_selected(
             while (bits) {
                 const uint32_t i = w * flags.BITS + (uint32_t)__ffsll((long long)bits) - 1;
                 bits &= bits - 1;
-                emit((i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4),
+                emit(cluster_item_element(i),
                      shared_keys[(i - ITEMS) * TREE_THREADS + threadIdx.x]);
             }
         }
@@ -332,7 +343,7 @@ static __device__ __forceinline__ void cluster_for_each_selected(
 #pragma unroll
         for (uint32_t i = 0; i < TOTAL; i++) {
             if (flags.test(i))
-                emit((i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4), key(i));
+                emit(cluster_item_element(i), key(i));
         }
     }
 }
@@ -555,7 +566,7 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
 #pragma unroll
         for (uint32_t i = 0; i < TOTAL; i++) {
             const uint32_t take = flags.test(i) ? 1u : 0u;
-            const uint32_t element = (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
+            const uint32_t element = cluster_item_element(i);
             shared_store_u64_if(base + 8u * slot, make_composite(key(i), first + element),
                                 take);
             slot += take;

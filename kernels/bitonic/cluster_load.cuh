@@ -73,7 +73,7 @@ struct cluster_exchange {
     uint32_t claimed; /* the leader's: gather slots claimed so far, by every CTA's warps */
     uint32_t own;     /* the leader's: how many of them its own warps claimed */
     uint32_t gathered_low; /* the leader's: the least key gathered above a tie key of +0.0 */
-    uint32_t trash; /* level 0's increments of non-candidates (shared_add_or_trash); never read */
+    uint32_t trash; /* level 0's increments of non-candidates (cluster_count_level0); never read */
 };
 
 /* The order key of exact -inf: the one key that is not a candidate. Elements past the row's end
@@ -98,6 +98,10 @@ struct cluster_flags {
             words[w] = 0;
     }
     __device__ __forceinline__ void set(uint32_t i) { words[i / BITS] |= (word)1 << (i % BITS); }
+    __device__ __forceinline__ void clear(uint32_t i)
+    {
+        words[i / BITS] &= ~((word)1 << (i % BITS));
+    }
     __device__ __forceinline__ bool test(uint32_t i) const
     {
         return (words[i / BITS] >> (i % BITS)) & 1u;
@@ -113,9 +117,16 @@ struct cluster_flags {
     }
 };
 
-/* Issues the loads of the CTA's slice: thread t, item 4g + j gets the raw bits of slice element
- * g * 2048 + 4t + j (exact -inf past the row's end). Nothing waits for them here: the level-0
- * histogram (cluster_level0_registers) turns each into its order key as it arrives. */
+/* The slice element of this thread's item i: thread t's item 4g + j is element g * 2048 + 4t + j
+ * (whole float4 tiles of the slice; cluster_load_slice, load_slice_bits). */
+static __device__ __forceinline__ uint32_t cluster_item_element(uint32_t i)
+{
+    return (i / 4) * TREE_LEAF_QUANTUM + threadIdx.x * 4 + (i % 4);
+}
+
+/* Issues the loads of the CTA's slice, items as cluster_item_element lays them out (the raw
+ * bits, exact -inf past the row's end). Nothing waits for them here: the level-0 histogram
+ * (cluster_level0_registers) turns each into its order key as it arrives. */
 template <uint32_t ITEMS>
 static __device__ __forceinline__ void cluster_load_slice(const struct topk_problem &problem,
                                                           uint32_t row, uint32_t first,
@@ -125,15 +136,13 @@ static __device__ __forceinline__ void cluster_load_slice(const struct topk_prob
     load_slice_bits<ITEMS>(problem, row, first, TREE_THREADS * ITEMS, keys);
 }
 
-/* Adds one to a shared-memory counter where `take`, else to `trash` (a counter nobody reads):
- * for level 0, where almost every item is a candidate. An unconditional increment is one
- * warp-aggregated ATOMS.POPC.INC with no branch, so ptxas interleaves the unrolled items; a
- * predicated reduction (shared_add_if) becomes a branch, BSSY and BSYNC around every item's
- * atomic, code fetched cold once per CTA. */
-static __device__ __forceinline__ void shared_add_or_trash(uint32_t *counter, bool take,
-                                                           uint32_t *trash)
+/* Counts an order key in the level-0 histogram (its top 11 bits), unless it is CLUSTER_NO_KEY:
+ * then `trash`, a counter nobody reads (almost every key is a candidate; shared_add_unless). */
+static __device__ __forceinline__ void cluster_count_level0(uint32_t *histogram, uint32_t key,
+                                                            uint32_t *trash)
 {
-    atomicAdd(take ? counter : trash, 1u);
+    const uint32_t base = shared_address(histogram);
+    shared_add_unless(base, key >> 21, key, CLUSTER_NO_KEY, (shared_address(trash) - base) / 4);
 }
 
 /* The register items' part of the level-0 histogram (zeroed and published before the loads were
@@ -148,7 +157,7 @@ static __device__ __forceinline__ void cluster_level0_registers(uint32_t (&keys)
 #pragma unroll
     for (uint32_t i = 0; i < ITEMS; i++) {
         keys[i] = order_key_bits(keys[i]);
-        shared_add_or_trash(&histogram[keys[i] >> 21], keys[i] != CLUSTER_NO_KEY, trash);
+        cluster_count_level0(histogram, keys[i], trash);
     }
 }
 
@@ -189,7 +198,7 @@ static __device__ __forceinline__ void cluster_load_shared(const struct topk_pro
         for (uint32_t j = 0; j < 16; j++) {
             const uint32_t key = order_key_bits(bits[j]);
             shared_keys[(16 * chunk + j) * TREE_THREADS + threadIdx.x] = key;
-            shared_add_or_trash(&histogram[key >> 21], key != CLUSTER_NO_KEY, trash);
+            cluster_count_level0(histogram, key, trash);
         }
     }
 }
@@ -233,7 +242,7 @@ static __device__ __forceinline__ bool cluster_bulk_load(const struct topk_probl
 
 /* The bulk load's keys (cluster_bulk_load): each chunk, once its mbarrier completes, into this
  * thread's registers (item 4g + j = slice element g * 2048 + 4t + j, one 16-byte shared load per
- * group) as order keys, each counted in the level-0 histogram as shared_add_or_trash does. */
+ * group) as order keys, each counted in the level-0 histogram (cluster_count_level0). */
 template <uint32_t ITEMS>
 static __device__ __forceinline__ void cluster_bulk_keys(const uint32_t *staging,
                                                          uint64_t *barriers,
@@ -257,7 +266,7 @@ static __device__ __forceinline__ void cluster_bulk_keys(const uint32_t *staging
         for (uint32_t i = c * CLUSTER_BULK_CHUNK_ITEMS; i < (c + 1) * CLUSTER_BULK_CHUNK_ITEMS;
              i++) {
             keys[i] = order_key_bits(keys[i]);
-            shared_add_or_trash(&histogram[keys[i] >> 21], keys[i] != CLUSTER_NO_KEY, trash);
+            cluster_count_level0(histogram, keys[i], trash);
         }
     }
 }

@@ -185,13 +185,7 @@ static __device__ __forceinline__ void tree_load_children(const tree_scratch &sc
         const uint32_t lane = threadIdx.x, first = 2 * lane, second = first + 1;
         const uint32_t a = first < children ? __ldcg(&scratch.counts[first_slot + first]) : 0;
         const uint32_t b = second < children ? __ldcg(&scratch.counts[first_slot + second]) : 0;
-        uint32_t inclusive = a + b;
-#pragma unroll
-        for (int offset = 1; offset < 32; offset <<= 1) {
-            const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
-            if (lane >= (uint32_t)offset)
-                inclusive += other;
-        }
+        const uint32_t inclusive = warp_inclusive_sum(a + b);
         shared.child_first[first] = inclusive - a - b;
         shared.child_first[second] = inclusive - b;
         if (lane == 31)

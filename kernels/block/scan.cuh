@@ -10,16 +10,14 @@
 
 #include <cstdint>
 
+#include "ptx/shuffle.cuh"
+
 /* The inclusive prefix sum of `value` over the lanes of a full warp, in lane order. */
 static __device__ __forceinline__ uint32_t warp_inclusive_sum(uint32_t value)
 {
-    const uint32_t lane = threadIdx.x & 31;
 #pragma unroll
-    for (int offset = 1; offset < 32; offset <<= 1) {
-        const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, value, offset);
-        if (lane >= (uint32_t)offset)
-            value += other;
-    }
+    for (uint32_t offset = 1; offset < 32; offset <<= 1)
+        value = shuffle_up_add(value, offset);
     return value;
 }
 

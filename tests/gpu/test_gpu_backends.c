@@ -160,7 +160,7 @@ static const char *const family_names[FAMILY_COUNT] = {
     [FAMILY_TIE] = "tie",               /* T exact ties straddling the k-th boundary */
     [FAMILY_RELU] = "relu",             /* relu(N(0,1) - 1.28) * 11.3 */
     [FAMILY_NARROW] = "narrow",         /* 1 + N(0,1) * 1e-7 in fp32: few distinct values */
-    [FAMILY_NEG_INF] = "neginf",        /* -inf sprinkles and an all -inf row */
+    [FAMILY_NEG_INF] = "neginf",        /* -inf, ties of two -NaN, an all -inf row */
     [FAMILY_SIGNED_ZERO] = "signedzero",/* +0.0 / -0.0 mixed plateaus */
     [FAMILY_NAN] = "nan",               /* NaN of both signs with payloads */
     [FAMILY_SUBNORMAL] = "subnormal",   /* subnormals of both signs and zeros */
@@ -329,8 +329,15 @@ static void family_fill_row(enum family_id family, struct rng *rng, float *windo
             window[i] = 1.0f + (float)rng_normal(rng) * 1e-7f;
         break;
     case FAMILY_NEG_INF:
-        for (int32_t i = 0; i < length; i++)
-            window[i] = last_row || rng_uniform(rng) < 0.4 ? neg_inf : (float)rng_normal(rng);
+        /* -NaN ranks below -inf, which is never selected: where k falls among the -NaN
+         * (k 2048 at 4095, k 4096 at 8192), the tie key is one of them, below the -inf. */
+        for (int32_t i = 0; i < length; i++) {
+            double u = last_row ? 0.0 : rng_uniform(rng);
+            window[i] = u < 0.4    ? neg_inf
+                        : u < 0.55 ? float_from_bits(0xFF800001u)
+                        : u < 0.7  ? float_from_bits(0xFF800002u)
+                                   : (float)rng_normal(rng);
+        }
         break;
     case FAMILY_SIGNED_ZERO:
     case FAMILY_DENSE_ZERO:
