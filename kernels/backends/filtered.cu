@@ -114,7 +114,7 @@ static __device__ void filtered_find_threshold(struct filtered_control *s, uint3
         counts[j] = s->histogram[top - j];
         local += counts[j];
     }
-    const uint32_t inclusive = warp_inclusive_scan(local);
+    const uint32_t inclusive = warp_inclusive_sum(local);
     uint32_t above = inclusive - local;
     if (lane == 31u)
         s->total = inclusive;
@@ -227,8 +227,8 @@ static __device__ void filtered_write_in_index_order(const struct topk_problem &
         }
         uint32_t tile_total;
         const uint32_t packed = ((uint32_t)__popc(above_mask) << 16) | (uint32_t)__popc(tie_mask);
-        const uint32_t before = block_exclusive_scan(packed, s->warp_totals, parity, &tile_total);
-        parity ^= 1u;
+        const uint32_t before =
+            block_exclusive_sum_of<FILTERED_WARPS>(packed, s->warp_totals, parity, tile_total);
         uint32_t above_before = above_done + (before >> 16);
         uint32_t ties_before = ties_done + (before & 0xFFFFu);
 #pragma unroll

@@ -78,7 +78,7 @@ static __device__ void radix_find_threshold(struct radix_shared *s, uint32_t nee
         counts[j] = s->histogram[top - j];
         local += counts[j];
     }
-    const uint32_t inclusive = warp_inclusive_scan(local);
+    const uint32_t inclusive = warp_inclusive_sum(local);
     uint32_t above = inclusive - local;
     if (lane == 31u)
         s->total = inclusive;
@@ -114,9 +114,9 @@ static __device__ void radix_write_candidates_in_order(const struct topk_problem
                 candidate_mask |= 1u << e;
         }
         uint32_t tile_total;
-        uint32_t position = placed + block_exclusive_scan(__popc(candidate_mask),
-                                                          s->warp_totals, parity, &tile_total);
-        parity ^= 1u;
+        uint32_t position = placed + block_exclusive_sum_of<RADIX_WARPS>(__popc(candidate_mask),
+                                                                         s->warp_totals, parity,
+                                                                         tile_total);
 #pragma unroll
         for (uint32_t e = 0; e < 4; e++) {
             if ((candidate_mask >> e) & 1u) {

@@ -84,24 +84,33 @@ static __device__ uint32_t tree_bucket_place(const uint64_t *source, uint32_t co
     }
     uint32_t total;
     uint32_t start = block_exclusive_sum_of<TREE_WARPS>(sum, shared.scan, parity, total);
+    /* The bucket that holds position limit - 1 ends the filled ones (the cluster path's
+     * whole-bin gather holds up to twice the output: on random rows the densest buckets, just
+     * above the k-th largest, are the ones skipped): one thread's, where the selection reaches
+     * limit. The large buckets among the filled ones are counted, the highest kept. Selects,
+     * then one store or atomic a thread at most: branches per bucket cost each its
+     * reconvergence and the shared window's base rebuilt. */
+    uint32_t end = 0, large = 0, large_bucket = 0;
 #pragma unroll
     for (uint32_t j = 0; j < 4; j++) {
         if (j < per) {
             starts[top - j] = start;
             sizes[top - j] = 0;
-            /* The bucket that holds position limit - 1 ends the filled ones (the cluster
-             * path's whole-bin gather holds up to twice the output: on random rows the
-             * densest buckets, just above the k-th largest, are the ones skipped). */
-            if (start < limit && start + counts[j] >= limit && counts[j])
-                shared.kept_end = start + counts[j];
-            if (counts[j] > TREE_BUCKET_LIMIT && start < limit) {
-                /* Atomic: with two or more large buckets several threads get here (the caller
-                 * then sorts instead and ignores the bucket, but a plain store would race). */
-                atomicAdd(&shared.overflow_count, 1u);
-                atomicMax(&shared.overflow_bucket, top - j);
-            }
+            const bool filled = start < limit;
+            end = filled && start + counts[j] >= limit && counts[j] ? start + counts[j] : end;
+            const bool oversized = filled && counts[j] > TREE_BUCKET_LIMIT;
+            large_bucket = oversized && large == 0 ? top - j : large_bucket; /* the highest */
+            large += oversized ? 1u : 0u;
         }
         start += counts[j];
+    }
+    if (end)
+        shared.kept_end = end;
+    if (large) {
+        /* Atomic: with two or more large buckets several threads get here (the caller then
+         * sorts instead and ignores the bucket, but a plain store would race). */
+        atomicAdd(&shared.overflow_count, large);
+        atomicMax(&shared.overflow_bucket, large_bucket);
     }
     __syncthreads();
     PHASE_MARK(9);

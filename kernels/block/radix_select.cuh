@@ -1,10 +1,12 @@
 /* Block-level building blocks of the radix-select models (radix.cu, filtered.cu): the coarse bin
- * with NaNs pinned to the extreme bin of their sign, warp and block scans, the warp-aggregated
- * claim on a shared counter (the arrival-order source of their nondeterminism), and the
- * warp-aggregated histogram increment, and the strided row walk. For 1024-thread blocks. */
+ * with NaNs pinned to the extreme bin of their sign, the warp-aggregated claim on a shared
+ * counter (the arrival-order source of their nondeterminism), the warp-aggregated histogram
+ * increment, and the strided row walk (their scans are block/scan.cuh's). For 1024-thread
+ * blocks. */
 #ifndef DSATOPK_RADIX_SELECT_CUH
 #define DSATOPK_RADIX_SELECT_CUH
 
+#include "block/scan.cuh"
 #include "common/topk_common.cuh"
 
 #define SELECT_FULL_MASK 0xFFFFFFFFu
@@ -19,37 +21,6 @@ static __device__ __forceinline__ uint32_t select_coarse_bin(float value)
     const uint32_t nan_bin = (bits & 0x80000000u) ? 0u : 255u;
     const uint32_t bin = coarse_bin(value);
     return (bits & 0x7FFFFFFFu) > 0x7F800000u ? nan_bin : bin;
-}
-
-static __device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t value)
-{
-    const uint32_t lane = threadIdx.x & 31u;
-#pragma unroll
-    for (uint32_t offset = 1; offset < 32; offset <<= 1) {
-        const uint32_t other = __shfl_up_sync(SELECT_FULL_MASK, value, offset);
-        if (lane >= offset)
-            value += other;
-    }
-    return value;
-}
-
-/* Exclusive prefix sum over the block in thread order; *block_total gets the sum. Every thread
- * must call it; one barrier. The warp totals are double buffered by parity, so two consecutive
- * scans need no second barrier: a thread reads the totals of scan j before it reaches the
- * barrier of scan j + 1, and the buffer is written again only in scan j + 2. */
-static __device__ __forceinline__ uint32_t block_exclusive_scan(
-    uint32_t value, uint32_t (*warp_totals)[SELECT_WARPS], uint32_t parity, uint32_t *block_total)
-{
-    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    const uint32_t inclusive = warp_inclusive_scan(value);
-    if (lane == 31u)
-        warp_totals[parity][warp] = inclusive;
-    __syncthreads();
-    const uint32_t warp_total = warp_totals[parity][lane];
-    const uint32_t totals_inclusive = warp_inclusive_scan(warp_total);
-    const uint32_t warp_base = __shfl_sync(SELECT_FULL_MASK, totals_inclusive - warp_total, warp);
-    *block_total = __shfl_sync(SELECT_FULL_MASK, totals_inclusive, 31);
-    return warp_base + inclusive - value;
 }
 
 /* Warp-aggregated claim on a shared counter: one atomic per warp, positions in lane order within
