@@ -3,8 +3,8 @@
  * block_exclusive_sum_of takes one barrier per call: the warp totals alternate between two
  * buffers that the caller owns (scan[2][WARPS] and a parity bit), so the next call may start
  * writing while slow threads still read this call's totals. Every thread of the block must call
- * it, with the same parity. The results are a function of the values alone (integer sums in a
- * fixed order): deterministic. */
+ * it, with the same parity. The results are a function of the values alone (integer sums, exact
+ * in any order): deterministic. */
 #ifndef DSATOPK_BLOCK_SCAN_CUH
 #define DSATOPK_BLOCK_SCAN_CUH
 
@@ -36,10 +36,17 @@ static __device__ __forceinline__ uint32_t block_exclusive_sum_of(uint32_t value
     if (lane == 31)
         scan[parity][warp] = inclusive;
     __syncthreads();
-    uint32_t warp_total = lane < WARPS ? scan[parity][lane] : 0;
-    uint32_t warps_inclusive = warp_inclusive_sum(warp_total);
-    uint32_t warp_exclusive = __shfl_sync(0xFFFFFFFFu, warps_inclusive - warp_total, warp);
+    const uint32_t warp_total = lane < WARPS ? scan[parity][lane] : 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    /* Two independent warp reductions (REDUX) where a scan of the totals would be a chain of
+     * five dependent shuffles: the block waits on this latency, in every call. */
+    const uint32_t warp_exclusive = __reduce_add_sync(0xFFFFFFFFu, lane < warp ? warp_total : 0u);
+    total = __reduce_add_sync(0xFFFFFFFFu, warp_total);
+#else
+    const uint32_t warps_inclusive = warp_inclusive_sum(warp_total);
+    const uint32_t warp_exclusive = __shfl_sync(0xFFFFFFFFu, warps_inclusive - warp_total, warp);
     total = __shfl_sync(0xFFFFFFFFu, warps_inclusive, 31);
+#endif
     parity ^= 1;
     return warp_exclusive + inclusive - value;
 }
