@@ -380,6 +380,7 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
      * keys above it, about 6000, instead of level 1's pass and cluster barrier). */
     constexpr uint32_t SHARED_ENTRIES = SHARED_ITEMS * TREE_THREADS / 2u; /* 8-byte entries */
     uint64_t *const bucketed = SHARED_ITEMS ? reinterpret_cast<uint64_t *>(shared_keys) : second;
+    const uint32_t bucketed_entries = SHARED_ITEMS ? SHARED_ENTRIES : capacity;
     const uint32_t gather_capacity =
         SHARED_ITEMS ? (2 * capacity < SHARED_ENTRIES ? 2 * capacity : SHARED_ENTRIES) : capacity;
     /* The levels' histograms alternate between two buffers that the output stage reuses: a CTA
@@ -615,24 +616,35 @@ k_cluster_topk(const struct topk_problem problem, const uint32_t capacity, const
         bucket_map_of((uint64_t)low_key << 32, ((uint64_t)high_key << 32) | 0xFFFFFFFFu);
     /* The leader counts the selection's buckets after the gather: counted as the entries
      * arrive (the senders' remote atomics, or the leader's unrolled gather loop), the gather
-     * takes longer. */
+     * takes longer. Kernels of at most CLUSTER_TAG_ITEMS keys per thread keep each entry's
+     * bucket and slot as its tag where there is room (output_tags). */
+    const uint32_t limit = whole ? k : gathered;
+    uint32_t *const tags = ITEMS <= CLUSTER_TAG_ITEMS && SHARED_ITEMS == 0
+                               ? output_tags(bucketed, bucketed_entries, gathered)
+                               : NULL;
+    const output_counts counts = { map, tags };
 #pragma unroll 1
     for (uint32_t e = threadIdx.x; e < gathered; e += OUTPUT_BATCH * TREE_THREADS) {
-        uint64_t c[OUTPUT_BATCH];
+        uint32_t bucket[OUTPUT_BATCH];
 #pragma unroll
         for (uint32_t b = 0; b < OUTPUT_BATCH; b++)
-            c[b] = e + b * TREE_THREADS < gathered ? selection[e + b * TREE_THREADS] : 0;
+            bucket[b] = e + b * TREE_THREADS < gathered
+                            ? bucket_of(map, selection[e + b * TREE_THREADS])
+                            : 0u;
 #pragma unroll
-        for (uint32_t b = 0; b < OUTPUT_BATCH; b++) /* adding 0: no branch */
-            atomicAdd(&shared.histogram[bucket_of(map, c[b])],
-                      e + b * TREE_THREADS < gathered ? 1u : 0u);
+        for (uint32_t b = 0; b < OUTPUT_BATCH; b++) { /* adding 0: no branch */
+            const bool valid = e + b * TREE_THREADS < gathered;
+            const uint32_t slot = atomicAdd(&shared.histogram[bucket[b]], valid ? 1u : 0u);
+            if (tags && valid)
+                tags[e + b * TREE_THREADS] = output_tag(bucket[b], slot);
+        }
     }
     __syncthreads();
 
     /* Output by the leader alone: every other CTA has left its SM to the next cluster's. Its
      * histogram holds the selection's bucket sizes, sub_sizes is zero. */
-    tree_write_output(problem, row, selection, gathered, whole ? k : gathered, bucketed, &map,
-                      shared, parity);
+    tree_write_output(problem, row, selection, gathered, limit, bucketed, &counts, shared,
+                      parity);
 #endif
 }
 

@@ -9,6 +9,13 @@
  * again over its own range, which spreads its members by index; two of them, or one that stays
  * large, fall back to the bitonic sort (block/bitonic_sort.cuh).
  *
+ * The cluster leader counts its selection's buckets itself (cluster.cuh) and, where the
+ * placement's buffer has room above the placed entries, keeps each entry's bucket and its slot
+ * among the bucket's entries (the count's atomic returns it) as a tag, which the placement
+ * reads instead of computing bucket_of() again and taking a slot by a second atomic. (The
+ * ranking stays in the placed order: walked in the gathered order, a warp's scans spread over
+ * 32 buckets and ran 1.08x slower.)
+ *
  * Limits: a selection of at most the caller's buffer (composite_entries of it). The loops over
  * entries stay rolled (`#pragma unroll 1`): the stage runs once per CTA, so its code is fetched
  * cold, and instruction fetch is its largest stall.
@@ -61,20 +68,51 @@ static __device__ __forceinline__ bucket_map bucket_map_of(uint64_t low, uint64_
     return map;
 }
 
+/* A selection entry's tag: its bucket and its slot among that bucket's entries. */
+#define OUTPUT_TAG_BUCKET_BITS 11u
+static_assert(BITONIC_BINS == 1u << OUTPUT_TAG_BUCKET_BITS, "a tag's bucket field holds a bin");
+
+static __device__ __forceinline__ uint32_t output_tag(uint32_t bucket, uint32_t slot)
+{
+    return slot << OUTPUT_TAG_BUCKET_BITS | bucket;
+}
+
+/* The selection's bucket sizes, counted by the caller into the histogram by `map`, and the
+ * entries' tags (output_tag, one per selection entry in its order) or NULL. */
+struct output_counts {
+    bucket_map map;
+    const uint32_t *tags;
+};
+
+/* Where a caller that counts the `selected` entries may keep their tags: the top of the
+ * placement's buffer `bucketed` of `entries` 8-byte entries, above the room of the placed
+ * entries (at most `selected`: 3 * selected <= 2 * entries); else NULL. */
+static __device__ __forceinline__ uint32_t *output_tags(uint64_t *bucketed, uint32_t entries,
+                                                        uint32_t selected)
+{
+    return 3ull * selected <= 2ull * entries
+               ? reinterpret_cast<uint32_t *>(bucketed + entries) - selected
+               : NULL;
+}
+
 /* The second half of the bucketing, once sizes[b] holds how many of the `count` composites of
  * `source` fall in bucket b (by `map`): starts in descending bucket order, then the composites of
  * the buckets that start below `limit` (those whose entries can rank below it) into `dest`,
  * bucket b at dest[starts[b]], sizes[b] entries: `kept` entries, dest[0 .. kept); the rest are
- * counted but not moved. shared.overflow_count and overflow_bucket must be zero on entry (and
+ * counted but not moved. With `tags` (output_counts) each entry goes to its tag's slot and sizes
+ * keep their counts; without, the slots are taken by atomics on sizes, reset to zero first, so
+ * that sizes[b] ends as the count of bucket b's entries moved. shared.overflow_count and
+ * overflow_bucket must be zero on entry (and
  * published by a barrier); afterwards overflow_count holds how many of the filled buckets exceed
  * TREE_BUCKET_LIMIT and overflow_bucket one of them. Returns `kept`, the same in every thread;
  * every thread must call it. */
 static __device__ uint32_t tree_bucket_place(const uint64_t *source, uint32_t count, uint32_t limit,
-                                             uint64_t *dest, uint32_t *starts, uint32_t *sizes,
+                                             const uint32_t *tags, uint64_t *dest,
+                                             uint32_t *starts, uint32_t *sizes,
                                              const bucket_map &map, tree_shared &shared,
                                              uint32_t &parity)
 {
-    /* Starts in descending bucket order; sizes become the scatter cursors. */
+    /* Starts in descending bucket order; without tags sizes become the scatter cursors. */
     const uint32_t per = BITONIC_BINS / TREE_THREADS, top = BITONIC_BINS - 1 - threadIdx.x * per;
     uint32_t counts[4], sum = 0;
 #pragma unroll
@@ -95,7 +133,8 @@ static __device__ uint32_t tree_bucket_place(const uint64_t *source, uint32_t co
     for (uint32_t j = 0; j < 4; j++) {
         if (j < per) {
             starts[top - j] = start;
-            sizes[top - j] = 0;
+            if (!tags)
+                sizes[top - j] = 0;
             const bool filled = start < limit;
             end = filled && start + counts[j] >= limit && counts[j] ? start + counts[j] : end;
             const bool oversized = filled && counts[j] > TREE_BUCKET_LIMIT;
@@ -117,6 +156,28 @@ static __device__ uint32_t tree_bucket_place(const uint64_t *source, uint32_t co
     const uint32_t kept = total < limit ? total : shared.kept_end; /* uniform */
     /* OUTPUT_BATCH entries per thread at a time, each step over all of them: its loads and
      * atomics in flight together (the leader runs 16 warps). */
+    if (tags) {
+#pragma unroll 1
+        for (uint32_t e = threadIdx.x; e < count; e += OUTPUT_BATCH * TREE_THREADS) {
+            uint64_t c[OUTPUT_BATCH];
+            uint32_t tag[OUTPUT_BATCH], first[OUTPUT_BATCH];
+#pragma unroll
+            for (uint32_t b = 0; b < OUTPUT_BATCH; b++) {
+                const bool valid = e + b * TREE_THREADS < count;
+                c[b] = valid ? source[e + b * TREE_THREADS] : 0;
+                tag[b] = valid ? tags[e + b * TREE_THREADS] : 0u;
+            }
+#pragma unroll
+            for (uint32_t b = 0; b < OUTPUT_BATCH; b++)
+                first[b] = starts[tag[b] & (BITONIC_BINS - 1)];
+#pragma unroll
+            for (uint32_t b = 0; b < OUTPUT_BATCH; b++)
+                if (e + b * TREE_THREADS < count && first[b] < limit)
+                    dest[first[b] + (tag[b] >> OUTPUT_TAG_BUCKET_BITS)] = c[b];
+        }
+        __syncthreads();
+        return kept;
+    }
 #pragma unroll 1
     for (uint32_t e = threadIdx.x; e < count; e += OUTPUT_BATCH * TREE_THREADS) {
         uint64_t c[OUTPUT_BATCH];
@@ -183,7 +244,7 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint3
         atomicAdd(&sizes[bucket_of(map, source[e])], 1u);
     __syncthreads();
     PHASE_MARK(15);
-    kept = tree_bucket_place(source, count, limit, dest, starts, sizes, map, shared, parity);
+    kept = tree_bucket_place(source, count, limit, NULL, dest, starts, sizes, map, shared, parity);
 }
 
 /* The root's output without a full sort: a composite's rank is the count of selected composites
@@ -197,19 +258,21 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint3
  * `limit`) that the caller must sort instead: two or more large buckets, or a large one that
  * stays large. Every thread must call it; shared.sub_sizes must be zero on entry, and so must
  * the histogram unless `counted` is given: then the histogram holds the selection's bucket sizes
- * by that map (the cluster path's leader counted them) and shared.overflow_* are zero.
+ * by its map (the cluster path's leader counted them), with its tags where they are not NULL,
+ * and shared.overflow_* are zero.
  * `selection` is overwritten. */
 static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &problem, uint32_t row,
                                                    uint64_t *selection, uint32_t selected,
                                                    uint32_t limit, uint64_t *bucketed,
-                                                   const bucket_map *counted, tree_shared &shared,
-                                                   uint32_t &parity, uint32_t &kept)
+                                                   const output_counts *counted,
+                                                   tree_shared &shared, uint32_t &parity,
+                                                   uint32_t &kept)
 {
     bucket_map map, sub_map = {};
     if (counted) {
-        map = *counted;
-        kept = tree_bucket_place(selection, selected, limit, bucketed, shared.bucket_start,
-                                 shared.histogram, map, shared, parity);
+        map = counted->map;
+        kept = tree_bucket_place(selection, selected, limit, counted->tags, bucketed,
+                                 shared.bucket_start, shared.histogram, map, shared, parity);
     } else {
         tree_bucket(selection, selected, limit, bucketed, shared.bucket_start, shared.histogram,
                     shared, parity, map, kept);
@@ -305,7 +368,7 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
  * entry, or with `counted` as tree_output_by_buckets() says. */
 static __device__ void tree_write_output(const struct topk_problem &problem, uint32_t row,
                                          uint64_t *selection, uint32_t selected, uint32_t limit,
-                                         uint64_t *bucketed, const bucket_map *counted,
+                                         uint64_t *bucketed, const output_counts *counted,
                                          tree_shared &shared, uint32_t &parity)
 {
     uint64_t *sorted = selection;

@@ -64,6 +64,16 @@
 #define CLUSTER_PLATEAU_ITEMS 32u
 #endif
 
+/* Cluster kernels of at most this many keys per thread keep, as the leader counts its
+ * selection's buckets, each entry's bucket and slot (output.cuh's tags), so that the placement
+ * neither computes the bucket again nor takes a slot by an atomic. With 16 (rows of 8192) it
+ * took 0.94-0.98x of the time at k 512 and 0.99x at k 2048 on many rows; in the 32- and 64-key
+ * kernels 1.01-1.03x (rows of 32768-131072 at k 2048, 1024 x 32768 at k 512): the count's
+ * atomic then returns a value and its code grows. 0 keeps no tags. */
+#ifndef CLUSTER_TAG_ITEMS
+#define CLUSTER_TAG_ITEMS 16u
+#endif
+
 /* Rows of one CTA (plans of one part) run a kernel of their own (k_cluster_topk ONE: the
  * cluster's size a constant, shared-memory instead of distributed accesses, no cluster launch)
  * for the keys per thread in this mask of (keys per thread) / 16: 1 for 16, 2 for 32, 4 for 64,
