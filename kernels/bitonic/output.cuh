@@ -102,10 +102,9 @@ static __device__ __forceinline__ uint32_t *output_tags(uint64_t *bucketed, uint
  * counted but not moved. With `tags` (output_counts) each entry goes to its tag's slot and sizes
  * keep their counts; without, the slots are taken by atomics on sizes, reset to zero first, so
  * that sizes[b] ends as the count of bucket b's entries moved. shared.overflow_count and
- * overflow_bucket must be zero on entry (and
- * published by a barrier); afterwards overflow_count holds how many of the filled buckets exceed
- * TREE_BUCKET_LIMIT and overflow_bucket one of them. Returns `kept`, the same in every thread;
- * every thread must call it. */
+ * overflow_bucket must be zero on entry (and published by a barrier); afterwards overflow_count
+ * holds how many of the filled buckets exceed TREE_BUCKET_LIMIT and overflow_bucket one of them.
+ * Returns `kept`, the same in every thread; every thread must call it. */
 static __device__ uint32_t tree_bucket_place(const uint64_t *source, uint32_t count, uint32_t limit,
                                              const uint32_t *tags, uint64_t *dest,
                                              uint32_t *starts, uint32_t *sizes,

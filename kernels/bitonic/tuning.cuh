@@ -68,8 +68,8 @@
  * selection's buckets, each entry's bucket and slot (output.cuh's tags), so that the placement
  * neither computes the bucket again nor takes a slot by an atomic. With 16 (rows of 8192) it
  * took 0.94-0.98x of the time at k 512 and 0.99x at k 2048 on many rows; in the 32- and 64-key
- * kernels 1.01-1.03x (rows of 32768-131072 at k 2048, 1024 x 32768 at k 512): the count's
- * atomic then returns a value and its code grows. 0 keeps no tags. */
+ * kernels 1.01-1.03x (rows of 32768-131072 at k 2048, 1024 x 32768 at k 512; their code 3.5 KB
+ * larger, the cause not isolated further). 0 keeps no tags. */
 #ifndef CLUSTER_TAG_ITEMS
 #define CLUSTER_TAG_ITEMS 16u
 #endif
