@@ -246,6 +246,38 @@ static __device__ void tree_bucket(const uint64_t *source, uint32_t count, uint3
     kept = tree_bucket_place(source, count, limit, NULL, dest, starts, sizes, map, shared, parity);
 }
 
+/* Output positions 0 .. limit - 1 of `row` from the indices by rank in `ranked` (-1 from
+ * `selected` on). Without a translation (no page table, no raw output) and with both the row's
+ * output and `ranked` 16-byte aligned (k a multiple of 4), four positions a thread at a time:
+ * one 16-byte load and store where write_output() is a 64-bit address and two tests a
+ * position. */
+static __device__ __forceinline__ void tree_write_ranked(const struct topk_problem &problem,
+                                                         uint32_t row, const uint32_t *ranked,
+                                                         uint32_t selected, uint32_t limit)
+{
+    int32_t *const out = problem.out + (uint64_t)row * problem.shape.k;
+    uint32_t j = threadIdx.x;
+    if (!problem.page_table && !problem.raw_out &&
+        (((uintptr_t)out | (uintptr_t)ranked) & 15u) == 0) {
+        const uint32_t quads = limit / 4;
+#pragma unroll 1
+        for (uint32_t q = threadIdx.x; q < quads; q += TREE_THREADS) {
+            uint4 v = reinterpret_cast<const uint4 *>(ranked)[q];
+            if (4 * q + 4 > selected) {
+                v.x = 4 * q < selected ? v.x : 0xFFFFFFFFu;
+                v.y = 4 * q + 1 < selected ? v.y : 0xFFFFFFFFu;
+                v.z = 4 * q + 2 < selected ? v.z : 0xFFFFFFFFu;
+                v.w = 4 * q + 3 < selected ? v.w : 0xFFFFFFFFu;
+            }
+            reinterpret_cast<uint4 *>(out)[q] = v;
+        }
+        j += 4 * quads;
+    }
+#pragma unroll 1
+    for (; j < limit; j += TREE_THREADS)
+        write_output(problem, row, j, j < selected ? (int32_t)ranked[j] : -1);
+}
+
 /* The root's output without a full sort: a composite's rank is the count of selected composites
  * in higher buckets (tree_bucket's starts) plus the count of larger ones in its own bucket (a scan
  * of that bucket). One bucket too large for scans (a run of tied keys at the boundary: ReLU
@@ -347,9 +379,7 @@ static __device__ uint64_t *tree_output_by_buckets(const struct topk_problem &pr
         /* Every position below min(selected, limit) has its entry: ranks are unique and the
          * kept entries hold every rank below `limit` (kept >= limit where selected >= limit). */
         __syncthreads();
-#pragma unroll 1
-        for (uint32_t j = threadIdx.x; j < limit; j += TREE_THREADS)
-            write_output(problem, row, j, j < selected ? (int32_t)ranked[j] : -1);
+        tree_write_ranked(problem, row, ranked, selected, limit);
     } else {
 #pragma unroll 1
         for (uint32_t j = selected + threadIdx.x; j < limit; j += TREE_THREADS)
